@@ -1,0 +1,137 @@
+package models
+
+import "time"
+
+// Node states.
+const (
+	NodeReady    = "ready"
+	NodeDraining = "draining"
+	NodeCordoned = "cordoned"
+	NodeLost     = "lost"
+	NodeDown     = "down"
+)
+
+// Capacity types of a pool.
+const (
+	CapacityOwned    = "owned"
+	CapacityOnDemand = "on-demand"
+	CapacitySpot     = "spot"
+)
+
+// NodePool groups nodes that share a provider, a template and a price.
+type NodePool struct {
+	ID             int64
+	Name           string
+	Provider       string // static | exec | slurm
+	Region         string
+	Zone           string
+	CapacityType   string
+	SpotOnly       bool
+	MinNodes       int
+	MaxNodes       int
+	Template       string // JSON node template
+	ProviderConfig string `json:"-"` // JSON, may hold secrets
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Node is a machine that runs jobs through an agent (or a Slurm node, read-only).
+type Node struct {
+	ID              int64
+	Name            string
+	PoolID          *int64
+	State           string
+	StateReason     string
+	DrainDeadline   *time.Time
+	Labels          string // JSON object
+	CPUMilli        int64
+	MemoryMiB       int64 `gorm:"column:memory_mib"`
+	ScratchMiB      int64 `gorm:"column:scratch_mib"`
+	DriverVersion   string
+	CUDAVersion     string
+	Runtime         string // process | docker | podman | slurm
+	Simulated       bool
+	Confidential    bool
+	AgentVersion    string
+	CredentialHash  string `json:"-"`
+	LastHeartbeatAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// GPUDevice is one physical GPU of a node.
+type GPUDevice struct {
+	ID           int64
+	NodeID       int64
+	Index        int `gorm:"column:idx"`
+	UUID         string
+	Model        string
+	MemoryMiB    int64 `gorm:"column:memory_mib"`
+	MIGEnabled   bool
+	NVLinkPeers  string `gorm:"column:nvlink_peers"` // JSON array of peer indexes
+	PCIBusID     string
+	Healthy      bool
+	HealthReason string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// GPUSlice is a MIG instance of a device, schedulable on its own.
+type GPUSlice struct {
+	ID            int64
+	DeviceID      int64
+	UUID          string
+	Profile       string // as NVML names it, e.g. 3g.40gb
+	MemoryMiB     int64  `gorm:"column:memory_mib"`
+	ComputeSlices int
+	CreatedAt     time.Time
+}
+
+// JoinToken lets an agent register a node; only its SHA-256 is stored.
+type JoinToken struct {
+	ID          int64
+	Name        string
+	Hash        string `json:"-"`
+	PoolID      *int64
+	Reusable    bool
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
+	RevokedAt   *time.Time
+	CreatedByID *int64
+	CreatedAt   time.Time
+}
+
+// Image statuses in the catalog.
+const (
+	ImageCertified   = "certified"
+	ImageUncertified = "uncertified"
+	ImageDeprecated  = "deprecated"
+)
+
+// Image is a catalog entry: a container image with what it was built for.
+type Image struct {
+	ID               int64
+	Name             string
+	Reference        string
+	Digest           string
+	Framework        string
+	FrameworkVersion string
+	CUDAVersion      string
+	MinDriver        string
+	PythonVersion    string
+	SizeMiB          int64 `gorm:"column:size_mib"`
+	Status           string
+	PrePull          bool
+	Builtin          bool // the plain-command entry for process runtimes
+	Description      string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// NodeImage records that a node has an image pulled.
+type NodeImage struct {
+	ID       int64
+	NodeID   int64
+	ImageID  int64
+	PulledAt time.Time
+}

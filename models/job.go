@@ -1,0 +1,191 @@
+package models
+
+import "time"
+
+// Job states (DESIGN.md: "Rules that hold everywhere").
+const (
+	JobQueued     = "queued"
+	JobScheduled  = "scheduled"
+	JobRunning    = "running"
+	JobSucceeded  = "succeeded"
+	JobFailed     = "failed"
+	JobCancelled  = "cancelled"
+	JobHeld       = "held"
+	JobPreempting = "preempting"
+)
+
+// Job kinds steer placement when a job names no GPU model.
+const (
+	KindTraining  = "training"
+	KindInference = "inference"
+	KindBatch     = "batch"
+)
+
+// jobTransitions lists, for each state, the states a job may move to.
+var jobTransitions = map[string][]string{
+	JobQueued:     {JobScheduled, JobHeld, JobCancelled, JobFailed},
+	JobHeld:       {JobQueued, JobCancelled},
+	JobScheduled:  {JobRunning, JobQueued, JobPreempting, JobSucceeded, JobFailed, JobCancelled},
+	JobRunning:    {JobSucceeded, JobFailed, JobCancelled, JobPreempting, JobQueued},
+	JobPreempting: {JobQueued, JobSucceeded, JobFailed, JobCancelled},
+}
+
+// CanTransition reports whether a job may move from one state to another.
+func CanTransition(from, to string) bool {
+	for _, s := range jobTransitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// IsTerminal reports whether a job in this state will never run again.
+func IsTerminal(state string) bool {
+	return state == JobSucceeded || state == JobFailed || state == JobCancelled
+}
+
+// Job is a request to run a command on GPUs, and its current state.
+type Job struct {
+	ID               int64
+	Name             string
+	ProjectID        int64
+	UserID           int64
+	ImageID          *int64
+	ImageRef         string
+	Command          string // JSON array of strings
+	Env              string // JSON object
+	GPUs             int    `gorm:"column:gpus"`
+	GPUMilli         int    // fraction of one GPU; 0 means whole GPUs
+	GPUMemoryMiB     int64  `gorm:"column:gpu_memory_mib"`
+	GPUModel         string // "A100|H100", or empty for any
+	MIGProfile       string
+	CPUMilli         int64
+	MemoryMiB        int64 `gorm:"column:memory_mib"`
+	ScratchMiB       int64 `gorm:"column:scratch_mib"`
+	Replicas         int
+	Kind             string
+	PriorityClass    string
+	Preemptible      bool
+	Spot             bool
+	ExpectedRunSec   int64
+	MaxRetries       int
+	Attempt          int // the current attempt; also the fencing token of its allocations
+	State            string
+	StateReason      string
+	PendingReason    string // the scheduler's last explanation while queued
+	ExitCode         *int
+	LastCheckpointAt *time.Time
+	SubmittedAt      time.Time
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Allocation states.
+const (
+	AllocPending  = "pending"
+	AllocRunning  = "running"
+	AllocStopping = "stopping"
+	AllocEnded    = "ended"
+)
+
+// Allocation binds one replica of one attempt of a job to a node and devices.
+type Allocation struct {
+	ID         int64
+	JobID      int64
+	Attempt    int
+	Replica    int
+	NodeID     int64
+	Devices    string // JSON array of {uuid, milli, mig_profile}
+	GPUMilli   int64
+	CPUMilli   int64
+	MemoryMiB  int64 `gorm:"column:memory_mib"`
+	ScratchMiB int64 `gorm:"column:scratch_mib"`
+	State      string
+	StopReason string
+	ExitCode   *int
+	StartedAt  *time.Time
+	EndedAt    *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// JobEvent records one state change of a job with a reason a person can read.
+type JobEvent struct {
+	ID        int64
+	JobID     int64
+	Attempt   int
+	FromState string
+	ToState   string
+	Reason    string
+	Message   string
+	Actor     string
+	CreatedAt time.Time
+}
+
+// JobLogChunk is a piece of a job's output at a byte offset of one stream.
+type JobLogChunk struct {
+	ID        int64
+	JobID     int64
+	Attempt   int
+	Replica   int
+	Stream    string // stdout | stderr
+	Offset    int64
+	Data      []byte
+	CreatedAt time.Time
+}
+
+// JobMetric is one scalar a job reported (step, loss, samples/s, custom).
+type JobMetric struct {
+	ID      int64
+	JobID   int64
+	Attempt int
+	Step    int64
+	Name    string
+	Value   float64
+	At      time.Time
+}
+
+// JobTemplate is a saved job spec of a project.
+type JobTemplate struct {
+	ID          int64
+	ProjectID   int64
+	Name        string
+	Spec        string // JSON job spec
+	CreatedByID int64
+	CreatedAt   time.Time
+}
+
+// PriorityClass orders jobs and governs preemption.
+type PriorityClass struct {
+	ID                 int64
+	Name               string
+	Weight             int
+	CanPreempt         bool
+	Preemptible        bool
+	CheckpointGraceSec int
+	MaxRunTimeSec      int64
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// Quota is a team's share of GPUs of one model ("" for any) within a cohort.
+// Limits are milli-GPUs; a nil limit is unlimited.
+type Quota struct {
+	ID                  int64
+	TeamID              int64
+	GPUModel            string
+	Cohort              string
+	NominalMilli        int64
+	BorrowingLimitMilli *int64
+	LendingLimitMilli   *int64
+	CPUMilli            int64
+	MemoryMiB           int64 `gorm:"column:memory_mib"`
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// TableName keeps the plural that the migrations use.
+func (Quota) TableName() string { return "quotas" }

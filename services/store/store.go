@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/gantry-gpu/gantry/migrations"
+)
+
+// Config says which database to open: PostgreSQL when DatabaseURL is set, else SQLite in DataDir.
+type Config struct {
+	DataDir     string
+	DatabaseURL string
+}
+
+// Store wraps the database handle. It is safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+}
+
+// SQLiteFile is the database file inside the data directory.
+const SQLiteFile = "gantry.db"
+
+// Open connects to the database of cfg. It does not migrate; call Migrate.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	gcfg := &gorm.Config{
+		Logger:         logger.Discard,
+		TranslateError: true,
+		NowFunc:        func() time.Time { return time.Now().UTC() },
+	}
+	if cfg.DatabaseURL != "" {
+		dsn, err := postgresDSN(cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		db, err := gorm.Open(postgres.Open(dsn), gcfg)
+		if err != nil {
+			return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", Redact(cfg.DatabaseURL), err)
+		}
+		s := &Store{db: db, dialect: migrations.Postgres}
+		if err := s.Ping(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", Redact(cfg.DatabaseURL), err)
+		}
+		return s, nil
+	}
+	if err := ensureWritableDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cfg.DataDir, SQLiteFile)
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
+	}
+	// One connection: SQLite has one writer, and a single connection never meets SQLITE_BUSY
+	// on a read-to-write upgrade inside a transaction.
+	sqlDB.SetMaxOpenConns(1)
+	return &Store{db: db, dialect: migrations.SQLite}, nil
+}
+
+// postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server fails fast.
+func postgresDSN(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", fmt.Errorf("invalid --database-url %q: want postgres://USER:PASSWORD@HOST:PORT/DATABASE (leave it empty for the embedded SQLite in --data-dir)", Redact(raw))
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", "5")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Redact hides the password of a database URL so that it can be shown or logged.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "…" + raw[i:]
+		}
+		return raw
+	}
+	return u.Redacted()
+}
+
+func ensureWritableDir(dir string) error {
+	if dir == "" {
+		return errors.New("--data-dir is empty: give a directory for the embedded database")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("data dir %s cannot be created: %w", dir, unwrapPathError(err))
+	}
+	probe, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("data dir %s is not writable: %w", dir, unwrapPathError(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return sqlDB.PingContext(ctx)
+}
+
+// Close releases the database connections.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// InTx runs fn in one transaction on a Store bound to it; an error from fn rolls back.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, dialect: s.dialect})
+	})
+}
+
+func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }

@@ -1,0 +1,109 @@
+// Package storetest opens migrated, throw-away stores on every database backend for tests:
+// SQLite in a temp dir always, PostgreSQL when GANTRY_TEST_POSTGRES_URL names a server
+// (an admin URL; each store gets its own fresh database). `make test` starts one and sets
+// GANTRY_REQUIRE_POSTGRES=1, under which a missing URL fails instead of skipping.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating test databases
+
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Environment variables read by this package.
+const (
+	EnvPostgresURL     = "GANTRY_TEST_POSTGRES_URL"
+	EnvRequirePostgres = "GANTRY_REQUIRE_POSTGRES"
+)
+
+// Backend is a database kind the tests run against.
+type Backend struct {
+	Name string
+	// Config returns the configuration of a fresh, empty database; it is dropped when t ends.
+	Config func(t testing.TB) store.Config
+}
+
+// Backends lists SQLite and PostgreSQL.
+func Backends() []Backend {
+	return []Backend{
+		{Name: "sqlite", Config: func(t testing.TB) store.Config { return store.Config{DataDir: t.TempDir()} }},
+		{Name: "postgres", Config: postgresConfig},
+	}
+}
+
+// Each runs fn as a subtest on every backend with a fresh, migrated store.
+func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			fn(t, Open(t, b.Config(t)))
+		})
+	}
+}
+
+// Open opens and migrates a store for cfg, closed when t ends.
+func Open(t testing.TB, cfg store.Config) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return s
+}
+
+// PostgresURL returns the admin URL of the test server, skipping (or failing, when
+// PostgreSQL is required) if there is none.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvPostgresURL)
+	if u == "" {
+		if os.Getenv(EnvRequirePostgres) != "" {
+			t.Fatalf("%s is not set but %s is: the test command must start PostgreSQL", EnvPostgresURL, EnvRequirePostgres)
+		}
+		t.Skipf("SKIP PostgreSQL: %s is not set (run `make test` to start a throw-away server)", EnvPostgresURL)
+	}
+	return u
+}
+
+// postgresConfig creates a fresh database on the test server and drops it when t ends.
+func postgresConfig(t testing.TB) store.Config {
+	t.Helper()
+	admin := PostgresURL(t)
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	name := "gantry_t_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatalf("open PostgreSQL admin connection: %v", err)
+	}
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer db.Close()
+		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvPostgresURL, err)
+	}
+	u.Path = "/" + name
+	return store.Config{DatabaseURL: u.String()}
+}
