@@ -30,3 +30,5 @@ func translate(err error) error {
 	}
 	return err
 }
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// CreateImage inserts an image catalog entry; a taken name is ErrConflict.
+func (s *Store) CreateImage(ctx context.Context, img *models.Image) error {
+	if err := translate(s.with(ctx).Create(img).Error); err != nil {
+		return fmt.Errorf("create image %s: %w", img.Name, err)
+	}
+	return nil
+}
+
+// ImageByName returns the catalog entry called name.
+func (s *Store) ImageByName(ctx context.Context, name string) (*models.Image, error) {
+	var img models.Image
+	if err := translate(s.with(ctx).Where("name = ?", name).First(&img).Error); err != nil {
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	return &img, nil
+}
+
+// Images returns the catalog, certified first, then by name.
+func (s *Store) Images(ctx context.Context) ([]models.Image, error) {
+	var out []models.Image
+	order := "CASE status WHEN 'certified' THEN 0 WHEN 'uncertified' THEN 1 ELSE 2 END, name"
+	if err := s.with(ctx).Order(order).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	return out, nil
+}
+
+// PriorityClasses returns the classes, highest weight first.
+func (s *Store) PriorityClasses(ctx context.Context) ([]models.PriorityClass, error) {
+	var out []models.PriorityClass
+	if err := s.with(ctx).Order("weight DESC, name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list priority classes: %w", err)
+	}
+	return out, nil
+}
+
+// PriorityClassByName returns the class called name.
+func (s *Store) PriorityClassByName(ctx context.Context, name string) (*models.PriorityClass, error) {
+	var pc models.PriorityClass
+	if err := translate(s.with(ctx).Where("name = ?", name).First(&pc).Error); err != nil {
+		return nil, fmt.Errorf("priority class %s: %w", name, err)
+	}
+	return &pc, nil
+}

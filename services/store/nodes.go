@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// CreateNode inserts a node with its GPU devices in one transaction; a taken name is ErrConflict.
+func (s *Store) CreateNode(ctx context.Context, n *models.Node, devices []models.GPUDevice) error {
+	err := s.InTx(ctx, func(tx *Store) error {
+		if err := translate(tx.with(ctx).Create(n).Error); err != nil {
+			return err
+		}
+		for i := range devices {
+			devices[i].NodeID = n.ID
+		}
+		if len(devices) == 0 {
+			return nil
+		}
+		return translate(tx.with(ctx).Create(&devices).Error)
+	})
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// NodeByName returns the node called name.
+func (s *Store) NodeByName(ctx context.Context, name string) (*models.Node, error) {
+	var n models.Node
+	if err := translate(s.with(ctx).Where("name = ?", name).First(&n).Error); err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	return &n, nil
+}
+
+// Nodes returns every node ordered by name.
+func (s *Store) Nodes(ctx context.Context) ([]models.Node, error) {
+	var out []models.Node
+	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// DevicesOfNode returns a node's GPUs ordered by index.
+func (s *Store) DevicesOfNode(ctx context.Context, nodeID int64) ([]models.GPUDevice, error) {
+	var out []models.GPUDevice
+	if err := s.with(ctx).Where("node_id = ?", nodeID).Order("idx").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("devices of node %d: %w", nodeID, err)
+	}
+	return out, nil
+}

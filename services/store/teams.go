@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// CreateTeam inserts t; a taken name is ErrConflict.
+func (s *Store) CreateTeam(ctx context.Context, t *models.Team) error {
+	if err := translate(s.with(ctx).Create(t).Error); err != nil {
+		return fmt.Errorf("create team %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// TeamByName returns the team called name.
+func (s *Store) TeamByName(ctx context.Context, name string) (*models.Team, error) {
+	var t models.Team
+	if err := translate(s.with(ctx).Where("name = ?", name).First(&t).Error); err != nil {
+		return nil, fmt.Errorf("team %s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// Teams returns every team ordered by name.
+func (s *Store) Teams(ctx context.Context) ([]models.Team, error) {
+	var out []models.Team
+	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list teams: %w", err)
+	}
+	return out, nil
+}
+
+// CreateProject inserts p; a taken name is ErrConflict, an unknown team ErrConflict.
+func (s *Store) CreateProject(ctx context.Context, p *models.Project) error {
+	if err := translate(s.with(ctx).Create(p).Error); err != nil {
+		return fmt.Errorf("create project %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// ProjectByName returns the project called name.
+func (s *Store) ProjectByName(ctx context.Context, name string) (*models.Project, error) {
+	var p models.Project
+	if err := translate(s.with(ctx).Where("name = ?", name).First(&p).Error); err != nil {
+		return nil, fmt.Errorf("project %s: %w", name, err)
+	}
+	return &p, nil
+}
+
+// Projects returns every project ordered by name.
+func (s *Store) Projects(ctx context.Context) ([]models.Project, error) {
+	var out []models.Project
+	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	return out, nil
+}
+
+// SetMembership gives user a role in project, replacing any role they had there.
+func (s *Store) SetMembership(ctx context.Context, userID, projectID int64, role string) error {
+	return s.InTx(ctx, func(tx *Store) error {
+		var m models.Membership
+		err := translate(tx.with(ctx).Where("user_id = ? AND project_id = ?", userID, projectID).First(&m).Error)
+		switch {
+		case err == nil:
+			m.Role = role
+			err = tx.with(ctx).Save(&m).Error
+		case isNotFound(err):
+			err = tx.with(ctx).Create(&models.Membership{UserID: userID, ProjectID: projectID, Role: role}).Error
+		}
+		if err := translate(err); err != nil {
+			return fmt.Errorf("set membership of user %d in project %d: %w", userID, projectID, err)
+		}
+		return nil
+	})
+}
+
+// MembershipsOfUser returns the user's memberships.
+func (s *Store) MembershipsOfUser(ctx context.Context, userID int64) ([]models.Membership, error) {
+	var out []models.Membership
+	if err := s.with(ctx).Where("user_id = ?", userID).Order("project_id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("memberships of user %d: %w", userID, err)
+	}
+	return out, nil
+}
