@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// dbOpts are the database flags of every subcommand that touches the database.
+type dbOpts struct {
+	dataDir     string
+	databaseURL string
+}
+
+func (o *dbOpts) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "./gantry-data", "directory of the embedded SQLite database and local state")
+	cmd.Flags().StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DB); empty uses SQLite in --data-dir")
+}
+
+// openStore opens and migrates the database named by the flags.
+func (o *dbOpts) openStore(ctx context.Context, log *slog.Logger) (*store.Store, error) {
+	st, err := store.Open(ctx, store.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL})
+	if err != nil {
+		return nil, err
+	}
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("database migrated", slog.String("database", st.Dialect()), slog.Any("applied", applied))
+	}
+	return st, nil
+}
+
+// newLogger builds the process logger from --log-format and --log-level.
+func (g *globalOpts) newLogger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(g.logFormat) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
+}

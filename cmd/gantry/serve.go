@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gantry-gpu/gantry/web"
+)
+
+func newServeCmd(g *globalOpts) *cobra.Command {
+	var db dbOpts
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the portal, the API and the control plane",
+		Long: `Serve the portal, the API and the control plane.
+
+With no configuration at all it keeps its state in an embedded SQLite database in
+--data-dir; --database-url postgres://… switches to PostgreSQL.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.newLogger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", addr, unwrapNetError(err))
+			}
+			defer ln.Close()
+			st, err := db.openStore(ctx, log)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "Gantry %s is serving at http://%s/ (database: %s)\n", version, ln.Addr(), st.Dialect())
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log})
+			if err := web.Serve(ctx, ln, router, log); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			log.Info("stopped", slog.String("addr", ln.Addr().String()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	db.addFlags(cmd)
+	return cmd
+}
+
+// unwrapNetError keeps the useful end of a listen error ("address already in use").
+func unwrapNetError(err error) error {
+	if oe, ok := err.(*net.OpError); ok && oe.Err != nil {
+		return oe.Err
+	}
+	return err
+}

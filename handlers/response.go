@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// RequestIDKey is the gin context key of the request id set by the web middleware.
+const RequestIDKey = "request_id"
+
+// APIError is the body of every JSON error: {"error": {"code", "message", "field"}}.
+type APIError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
+	return templates.Page{Title: title, Active: section, Version: h.version}
+}
+
+// render writes a templ component with the request's context.
+func render(c *gin.Context, status int, comp templ.Component) {
+	c.Status(status)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	if err := comp.Render(c.Request.Context(), c.Writer); err != nil {
+		c.Error(err)
+	}
+}
+
+// jsonError answers an API request with a consistent error body.
+func jsonError(c *gin.Context, status int, code, message, field string) {
+	c.AbortWithStatusJSON(status, gin.H{"error": APIError{Code: code, Message: message, Field: field}})
+}
+
+// errorPage answers a browser with an error page that says what to do next.
+func (h *Handler) errorPage(c *gin.Context, status int, heading, message string) {
+	c.Abort()
+	render(c, status, templates.ErrorPage(h.page(c, heading, ""), templates.ErrorData{Status: status, Heading: heading, Message: message}))
+}
+
+// serverError logs err with the request id and answers without leaking details.
+func (h *Handler) serverError(c *gin.Context, err error) {
+	rid := c.GetString(RequestIDKey)
+	h.log.Error("request failed", slog.String("request_id", rid), slog.String("path", c.Request.URL.Path), slog.Any("err", err))
+	msg := "Something went wrong on our side. Try again; if it persists, tell the platform team request id " + rid + "."
+	if isAPI(c) {
+		jsonError(c, http.StatusInternalServerError, "internal", msg, "")
+		return
+	}
+	h.errorPage(c, http.StatusInternalServerError, "Something went wrong", msg)
+}
+
+func isAPI(c *gin.Context) bool { return strings.HasPrefix(c.Request.URL.Path, "/api/") }
+
+// NotFound answers unknown routes: JSON for the API, a page for browsers.
+func (h *Handler) NotFound(c *gin.Context) {
+	if isAPI(c) {
+		jsonError(c, http.StatusNotFound, "not_found", "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path, "")
+		return
+	}
+	h.errorPage(c, http.StatusNotFound, "Page not found", "There is no page at "+c.Request.URL.Path+". Use the navigation above to find your way.")
+}

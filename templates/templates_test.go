@@ -1,0 +1,67 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The committed *_templ.go files must be what the pinned generator makes of the *.templ files.
+func TestGeneratedFilesAreFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIP templ freshness: -short")
+	}
+	sources, err := filepath.Glob("*.templ")
+	if err != nil || len(sources) == 0 {
+		t.Fatalf("no templ sources: %v", err)
+	}
+	// The generator names files relative to the path it walks, so mirror the repo layout.
+	root := t.TempDir()
+	tmp := filepath.Join(root, "templates")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range sources {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, src), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "tool", "templ", "generate", "-path", root)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("templ generate: %v\n%s", err, out)
+	}
+	for _, src := range sources {
+		gen := strings.TrimSuffix(src, ".templ") + "_templ.go"
+		want, err := os.ReadFile(filepath.Join(tmp, gen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(gen)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run `go tool templ generate` and commit the result", gen)
+		}
+	}
+}
+
+func TestLayoutMarksActiveSection(t *testing.T) {
+	var buf bytes.Buffer
+	p := Page{Title: "Home", Active: "home", Version: "v9.9.9"}
+	if err := Home(p, HomeData{QueuedJobs: 3}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{`aria-current="page">Home<`, "Gantry v9.9.9", `data-testid="queued">3<`, "<title>Home · Gantry</title>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("home page lacks %q", want)
+		}
+	}
+}
