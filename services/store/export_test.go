@@ -1,14 +1,6 @@
 package store
 
-import (
-	"context"
-	"fmt"
-)
-
-// ExecForTest runs raw SQL, for tests that must reach behind the store's API.
-func (s *Store) ExecForTest(ctx context.Context, sql string, args ...any) error {
-	return s.with(ctx).Exec(sql, args...).Error
-}
+import "fmt"
 
 // MissingColumns lists the fields of model that have no column in its table.
 func (s *Store) MissingColumns(model any) ([]string, error) {

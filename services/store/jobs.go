@@ -130,3 +130,19 @@ func (s *Store) JobEvents(ctx context.Context, jobID int64) ([]models.JobEvent, 
 	}
 	return out, nil
 }
+
+// JobCountsByState returns how many jobs are in each state.
+func (s *Store) JobCountsByState(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		State string
+		N     int
+	}
+	if err := s.with(ctx).Model(&models.Job{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count jobs by state: %w", err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
+}

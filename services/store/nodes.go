@@ -53,3 +53,12 @@ func (s *Store) DevicesOfNode(ctx context.Context, nodeID int64) ([]models.GPUDe
 	}
 	return out, nil
 }
+
+// CountNodes returns how many nodes are registered.
+func (s *Store) CountNodes(ctx context.Context) (int, error) {
+	var n int64
+	if err := s.with(ctx).Model(&models.Node{}).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count nodes: %w", err)
+	}
+	return int(n), nil
+}

@@ -47,12 +47,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		db, err := gorm.Open(postgres.Open(dsn), gcfg)
 		if err != nil {
-			return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", Redact(cfg.DatabaseURL), err)
+			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
 		s := &Store{db: db, dialect: migrations.Postgres}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", Redact(cfg.DatabaseURL), err)
+			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
 		return s, nil
 	}
@@ -99,6 +99,20 @@ func Redact(raw string) string {
 		return raw
 	}
 	return u.Redacted()
+}
+
+// oneLine folds a driver's multi-line error (one line per address tried) into one line.
+func oneLine(err error) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func ensureWritableDir(dir string) error {

@@ -13,7 +13,8 @@ import (
 	"os"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating test databases
+	_ "github.com/glebarez/go-sqlite"  // database/sql driver "sqlite" for Exec
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for test databases
 
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -106,4 +107,22 @@ func postgresConfig(t testing.TB) store.Config {
 	}
 	u.Path = "/" + name
 	return store.Config{DatabaseURL: u.String()}
+}
+
+// Exec runs raw SQL on the database of cfg through a connection of its own, for tests
+// that must change the database behind the store's back.
+func Exec(t testing.TB, cfg store.Config, query string) {
+	t.Helper()
+	driver, dsn := "pgx", cfg.DatabaseURL
+	if dsn == "" {
+		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", driver, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query); err != nil {
+		t.Fatalf("exec %q: %v", query, err)
+	}
 }
