@@ -61,6 +61,7 @@ func TestMIGProfileName(t *testing.T) {
 		{1, 1, 4864, 40960, "1g.5gb"},
 		{3, 3, 19968, 40960, "3g.20gb"},
 		{7, 7, 40192, 40960, "7g.40gb"},
+		{1, 1, 6000, 40960, "1g.10gb"}, // just over an eighth of the card: rounds up
 		{1, 1, 9856, 81559, "1g.10gb"},
 		{3, 1, 40448, 81559, "1c.3g.40gb"},
 		{3, 2, 40960, 81920, "2c.3g.40gb"},

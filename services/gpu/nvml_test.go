@@ -19,7 +19,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
-var fixedNow = func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600)) }
+// fixedNow is a clock outside UTC, to show that samples are stamped in UTC.
+func fixedNow() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600)) }
 
 func openFake(t *testing.T, f *fakeNode) *nvmlSource {
 	t.Helper()
@@ -292,6 +293,29 @@ func TestSampleDGXH100(t *testing.T) {
 		if deref(tx) != int64(1_500_000) || deref(rx) != int64(3_000_000) {
 			t.Errorf("device %d NVLink = %v/%v KiB/s, want 1500000/3000000", i, deref(tx), deref(rx))
 		}
+	}
+}
+
+func TestSampleNVLinkCounterReset(t *testing.T) {
+	f := newFakeNode(dgxh100.New())
+	s := openFake(t, f)
+	nvlinkTx := func() any {
+		t.Helper()
+		smp, err := s.Sample(context.Background())
+		if err != nil {
+			t.Fatalf("Sample: %v", err)
+		}
+		return deref(smp.Devices[0].NVLinkTxKiBps)
+	}
+	nvlinkTx()
+	f.resetNVLink()
+	f.advanceNVLink(1000, 1_000_000)
+	if got := nvlinkTx(); got != nil {
+		t.Errorf("NVLink rate %v across a counter reset; want none", got)
+	}
+	f.advanceNVLink(4000, 2_000_000)
+	if got := nvlinkTx(); got != int64(2000) {
+		t.Errorf("NVLink rate %v after the reset, want 2000 KiB/s", got)
 	}
 }
 

@@ -40,6 +40,8 @@ type fakeNode struct {
 func newFakeNode(srv *server.Server) *fakeNode {
 	f := &fakeNode{
 		srv:         srv,
+		nvlinkKiB:   5_000_000,             // counters run from boot,
+		nvlinkAtUs:  1_772_366_400_000_000, // and NVML stamps them with wall time
 		ccState:     nvml.CC_SYSTEM_FEATURE_DISABLED,
 		lost:        map[int]bool{},
 		bare:        map[int]bool{},
@@ -102,6 +104,13 @@ func (f *fakeNode) advanceNVLink(kib uint64, micros int64) {
 	defer f.mu.Unlock()
 	f.nvlinkKiB += kib
 	f.nvlinkAtUs += micros
+}
+
+// resetNVLink zeroes the NVLink counters, as a driver reload does.
+func (f *fakeNode) resetNVLink() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nvlinkKiB = 0
 }
 
 func (f *fakeNode) isBare(i int) bool {
