@@ -43,6 +43,7 @@ which wins over the config file.`,
 		newServeCmd(g),
 		newMigrateCmd(g),
 		newBenchCmd(),
+		newHealthcheckCmd(),
 		newVersionCmd(),
 	)
 	root.Args = cobra.NoArgs

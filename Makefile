@@ -1,0 +1,21 @@
+# The two commands a newcomer needs are `make run` and `make test`.
+.PHONY: run test lint bench build generate
+
+run:
+	go run ./cmd/gantry serve
+
+test:
+	scripts/test.sh
+
+lint:
+	test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$'))"
+	go vet ./...
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+build:
+	go build -o bin/gantry ./cmd/gantry
+
+generate:
+	go tool templ generate

@@ -1,0 +1,33 @@
+package models
+
+import "testing"
+
+func TestJobTransitions(t *testing.T) {
+	allowed := [][2]string{
+		{JobQueued, JobScheduled}, {JobScheduled, JobRunning}, {JobRunning, JobSucceeded},
+		{JobRunning, JobPreempting}, {JobPreempting, JobQueued}, {JobQueued, JobHeld}, {JobHeld, JobQueued},
+		{JobRunning, JobQueued}, // node lost: requeued
+	}
+	for _, p := range allowed {
+		if !CanTransition(p[0], p[1]) {
+			t.Errorf("%s -> %s must be allowed", p[0], p[1])
+		}
+	}
+	refused := [][2]string{
+		{JobSucceeded, JobRunning}, {JobFailed, JobQueued}, {JobCancelled, JobQueued},
+		{JobQueued, JobRunning}, {JobHeld, JobRunning}, {JobQueued, JobQueued},
+	}
+	for _, p := range refused {
+		if CanTransition(p[0], p[1]) {
+			t.Errorf("%s -> %s must be refused", p[0], p[1])
+		}
+	}
+	for _, s := range []string{JobSucceeded, JobFailed, JobCancelled} {
+		if !IsTerminal(s) {
+			t.Errorf("%s is terminal", s)
+		}
+	}
+	if IsTerminal(JobPreempting) {
+		t.Error("preempting is not terminal")
+	}
+}

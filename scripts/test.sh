@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine or a laptop: vet, format, then
+# `go test -race` against SQLite and a throw-away PostgreSQL that this script installs
+# (when missing), starts on a free loopback port, and stops afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d /tmp/gantry-test.XXXXXX)
+cleanup() { scripts/pg.sh stop "$tmp/pg" || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '_templ.go$') 2>&1 || true)
+if [ -n "$unformatted" ]; then echo "not gofmt-ed:"; echo "$unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== PostgreSQL"
+GANTRY_TEST_POSTGRES_URL=$(scripts/pg.sh start "$tmp/pg")
+export GANTRY_TEST_POSTGRES_URL GANTRY_REQUIRE_POSTGRES=1
+echo "throw-away server at ${GANTRY_TEST_POSTGRES_URL%%\?*}"
+
+echo "== go test -race"
+go test -race -count=1 -timeout 25m ./... "$@"
