@@ -1,5 +1,5 @@
 # The two commands a newcomer needs are `make run` and `make test`.
-.PHONY: run test lint bench build generate
+.PHONY: run test lint bench build generate screenshots
 
 run:
 	go run ./cmd/gantry serve
@@ -19,3 +19,6 @@ build:
 
 generate:
 	go tool templ generate
+
+screenshots:
+	GANTRY_SCREENSHOTS=$(CURDIR)/docs/screenshots go test -count=1 -run 'InBrowser' ./...

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine or a laptop: vet, format, then
 # `go test -race` against SQLite and a throw-away PostgreSQL that this script installs
-# (when missing), starts on a free loopback port, and stops afterwards.
+# (when missing), starts on a free loopback port, and stops afterwards; browser tests
+# run in headless Chromium, installed with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,14 @@ echo "== PostgreSQL"
 GANTRY_TEST_POSTGRES_URL=$(scripts/pg.sh start "$tmp/pg")
 export GANTRY_TEST_POSTGRES_URL GANTRY_REQUIRE_POSTGRES=1
 echo "throw-away server at ${GANTRY_TEST_POSTGRES_URL%%\?*}"
+
+echo "== Chromium"
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ -z "${GANTRY_CHROMIUM:-}" ]; then
+  echo "Chromium is missing: installing it with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+fi
+export GANTRY_REQUIRE_BROWSER=1
 
 echo "== go test -race"
 go test -race -count=1 -timeout 25m ./... "$@"
