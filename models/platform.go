@@ -110,6 +110,21 @@ type TelemetrySample struct {
 	PCIeMBps   float64 `gorm:"column:pcie_mbps"`
 	ECCErrors  int64
 	XIDCount   int64 `gorm:"column:xid_count"`
+	// Samples is how many raw readings the row stands for (1 for a raw row).
+	Samples int
+	// Reported is a bitmask of the gauges the device reported (see services/telemetry).
+	Reported      int
+	MemMinMiB     int64 `gorm:"column:mem_min_mib"`
+	TempMinC      float64
+	TempMaxC      float64
+	PowerMinW     float64
+	PowerMaxW     float64
+	SMClockMinMHz int64   `gorm:"column:sm_clock_min_mhz"`
+	SMClockMaxMHz int64   `gorm:"column:sm_clock_max_mhz"`
+	NVLinkMaxMBps float64 `gorm:"column:nvlink_max_mbps"`
+	PCIeMaxMBps   float64 `gorm:"column:pcie_max_mbps"`
+	// LastXID is the code of the newest XID error in the window, 0 for none.
+	LastXID int `gorm:"column:last_xid"`
 }
 
 // CasbinRule is a Casbin policy line, in the table layout of casbin/gorm-adapter.
