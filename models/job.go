@@ -70,6 +70,7 @@ type Job struct {
 	Spot             bool
 	ExpectedRunSec   int64
 	MaxRetries       int
+	Retries          int // retries used: attempts that failed or lost their node and were requeued
 	Attempt          int // the current attempt; also the fencing token of its allocations
 	State            string
 	StateReason      string
