@@ -38,6 +38,7 @@ type LedgerEntry struct {
 	TeamID        *int64
 	PoolID        *int64
 	NodeID        *int64
+	ImageID       *int64
 	GPUModel      string
 	Resource      string
 	QuantityMilli int64 // milli-units of the rate's unit
@@ -90,6 +91,26 @@ type Alert struct {
 	AckedAt       *time.Time
 	SilencedUntil *time.Time
 	ResolvedAt    *time.Time
+}
+
+// Delivery states of an alert notification.
+const (
+	DeliveryPending = "pending"
+	DeliverySent    = "sent"
+	DeliveryFailed  = "failed"
+)
+
+// AlertDelivery is one alert's notification through one channel, retried with back-off.
+type AlertDelivery struct {
+	ID            int64
+	AlertID       int64
+	ChannelID     int64
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	SentAt        *time.Time
+	CreatedAt     time.Time
 }
 
 // NotificationChannel is where alerts go: a webhook or an e-mail address.
