@@ -31,3 +31,11 @@ func TestJobTransitions(t *testing.T) {
 		t.Error("preempting is not terminal")
 	}
 }
+
+func TestFieldError(t *testing.T) {
+	err := Invalid("resources.gpus", "must be between 0 and %d", 8)
+	fe, ok := err.(*FieldError)
+	if !ok || fe.Field != "resources.gpus" || err.Error() != "resources.gpus: must be between 0 and 8" {
+		t.Fatalf("Invalid = %#v", err)
+	}
+}
