@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// telemetryColumns are the columns of telemetry_samples that InsertTelemetry writes and
+// the scanning functions read, in the order of telemetryValues.
+var telemetryColumns = []string{
+	"node_id", "device_uuid", "job_id", "at", "resolution", "samples", "reported",
+	"util_pct", "util_min_pct", "util_max_pct",
+	"mem_used_mib", "mem_min_mib", "mem_max_mib",
+	"temp_c", "temp_min_c", "temp_max_c",
+	"power_w", "power_min_w", "power_max_w",
+	"sm_clock_mhz", "sm_clock_min_mhz", "sm_clock_max_mhz",
+	"nvlink_mbps", "nvlink_max_mbps", "pcie_mbps", "pcie_max_mbps",
+	"ecc_errors", "xid_count", "last_xid",
+}
+
+func telemetryValues(t *models.TelemetrySample) []any {
+	return []any{
+		t.NodeID, t.DeviceUUID, t.JobID, t.At.UTC(), t.Resolution, t.Samples, t.Reported,
+		t.UtilPct, t.UtilMinPct, t.UtilMaxPct,
+		t.MemUsedMiB, t.MemMinMiB, t.MemMaxMiB,
+		t.TempC, t.TempMinC, t.TempMaxC,
+		t.PowerW, t.PowerMinW, t.PowerMaxW,
+		t.SMClockMHz, t.SMClockMinMHz, t.SMClockMaxMHz,
+		t.NVLinkMBps, t.NVLinkMaxMBps, t.PCIeMBps, t.PCIeMaxMBps,
+		t.ECCErrors, t.XIDCount, t.LastXID,
+	}
+}
+
+func telemetryTargets(t *models.TelemetrySample) []any {
+	return []any{
+		&t.NodeID, &t.DeviceUUID, &t.JobID, &t.At, &t.Resolution, &t.Samples, &t.Reported,
+		&t.UtilPct, &t.UtilMinPct, &t.UtilMaxPct,
+		&t.MemUsedMiB, &t.MemMinMiB, &t.MemMaxMiB,
+		&t.TempC, &t.TempMinC, &t.TempMaxC,
+		&t.PowerW, &t.PowerMinW, &t.PowerMaxW,
+		&t.SMClockMHz, &t.SMClockMinMHz, &t.SMClockMaxMHz,
+		&t.NVLinkMBps, &t.NVLinkMaxMBps, &t.PCIeMBps, &t.PCIeMaxMBps,
+		&t.ECCErrors, &t.XIDCount, &t.LastXID,
+	}
+}
+
+// telemetryRowsPerInsert keeps one INSERT under SQLite's 32,766 bound parameters.
+const telemetryRowsPerInsert = 500
+
+// InsertTelemetry writes samples with multi-row INSERTs in one transaction. It does not
+// read back ids: telemetry rows are only ever read by time range.
+func (s *Store) InsertTelemetry(ctx context.Context, samples []models.TelemetrySample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", len(telemetryColumns)), ",") + ")"
+	head := "INSERT INTO telemetry_samples (" + strings.Join(telemetryColumns, ", ") + ") VALUES "
+	err := s.InTx(ctx, func(tx *Store) error {
+		for start := 0; start < len(samples); start += telemetryRowsPerInsert {
+			chunk := samples[start:min(start+telemetryRowsPerInsert, len(samples))]
+			var b strings.Builder
+			b.WriteString(head)
+			args := make([]any, 0, len(chunk)*len(telemetryColumns))
+			for i := range chunk {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(row)
+				args = append(args, telemetryValues(&chunk[i])...)
+			}
+			if err := translate(tx.with(ctx).Exec(b.String(), args...).Error); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("insert %d telemetry samples: %w", len(samples), err)
+	}
+	return nil
+}
+
+// FirstTelemetryAt returns the time of the earliest sample of a resolution at or
+// after from; ok is false when there is none.
+func (s *Store) FirstTelemetryAt(ctx context.Context, resolution string, from time.Time) (at time.Time, ok bool, err error) {
+	return s.edgeTelemetry(ctx, resolution, from, "ASC")
+}
+
+// LastTelemetryAt returns the time of the newest sample of a resolution; ok is false
+// when there is none.
+func (s *Store) LastTelemetryAt(ctx context.Context, resolution string) (at time.Time, ok bool, err error) {
+	return s.edgeTelemetry(ctx, resolution, time.Time{}, "DESC")
+}
+
+// edgeTelemetry reads one end of the (resolution, at) index. It orders rather than
+// using MIN/MAX because SQLite returns an aggregate of a timestamp as text.
+func (s *Store) edgeTelemetry(ctx context.Context, resolution string, from time.Time, order string) (time.Time, bool, error) {
+	q := s.with(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", resolution)
+	if !from.IsZero() {
+		q = q.Where("at >= ?", from.UTC())
+	}
+	var at []time.Time
+	if err := q.Order("at "+order).Limit(1).Pluck("at", &at).Error; err != nil {
+		return time.Time{}, false, fmt.Errorf("edge of %s telemetry: %w", resolution, err)
+	}
+	if len(at) == 0 {
+		return time.Time{}, false, nil
+	}
+	return at[0].UTC(), true, nil
+}
+
+// EachTelemetry calls fn for every sample of a resolution with from <= at < to, in no
+// particular order, streaming rather than loading them all. fn must not keep the pointer.
+func (s *Store) EachTelemetry(ctx context.Context, resolution string, from, to time.Time, fn func(*models.TelemetrySample) error) error {
+	rows, err := s.with(ctx).Model(&models.TelemetrySample{}).Select(telemetryColumns).
+		Where("resolution = ? AND at >= ? AND at < ?", resolution, from.UTC(), to.UTC()).Rows()
+	if err != nil {
+		return fmt.Errorf("read %s telemetry from %s to %s: %w", resolution, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	var t models.TelemetrySample
+	targets := telemetryTargets(&t)
+	for rows.Next() {
+		t = models.TelemetrySample{}
+		if err := rows.Scan(targets...); err != nil {
+			return fmt.Errorf("scan %s telemetry: %w", resolution, err)
+		}
+		t.At = t.At.UTC()
+		if err := fn(&t); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s telemetry: %w", resolution, err)
+	}
+	return nil
+}
+
+// DeleteTelemetryBefore deletes the samples of a resolution older than before and
+// returns how many it deleted.
+func (s *Store) DeleteTelemetryBefore(ctx context.Context, resolution string, before time.Time) (int64, error) {
+	res := s.with(ctx).Where("resolution = ? AND at < ?", resolution, before.UTC()).Delete(&models.TelemetrySample{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete %s telemetry before %s: %w", resolution, before.UTC().Format(time.RFC3339), res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// TelemetryFilter selects a history: one device or one job (or both), one resolution,
+// from <= at < to, oldest first, at most Limit rows (default 10,000).
+type TelemetryFilter struct {
+	DeviceUUID string
+	JobID      int64
+	Resolution string
+	From, To   time.Time
+	Limit      int
+}
+
+// Telemetry returns the samples matching f, oldest first.
+func (s *Store) Telemetry(ctx context.Context, f TelemetryFilter) ([]models.TelemetrySample, error) {
+	if f.DeviceUUID == "" && f.JobID == 0 {
+		return nil, errors.New("telemetry history: name a device or a job")
+	}
+	q := s.with(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", f.Resolution)
+	if f.DeviceUUID != "" {
+		q = q.Where("device_uuid = ?", f.DeviceUUID)
+	}
+	if f.JobID != 0 {
+		q = q.Where("job_id = ?", f.JobID)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		q = q.Where("at < ?", f.To.UTC())
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 10000
+	}
+	var out []models.TelemetrySample
+	if err := q.Order("at, device_uuid").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("telemetry history of device %q job %d: %w", f.DeviceUUID, f.JobID, err)
+	}
+	for i := range out {
+		out[i].At = out[i].At.UTC()
+	}
+	return out, nil
+}
+
+// GPUReading is the newest raw sample of one device (or MIG instance) with what a
+// Prometheus scrape labels it by. For a MIG instance, DeviceIndex, Model and
+// ParentUUID are those of its GPU and MIGProfile is set.
+type GPUReading struct {
+	models.TelemetrySample
+	NodeName    string
+	DeviceIndex int
+	Model       string
+	MemoryMiB   int64
+	ParentUUID  string
+	MIGProfile  string
+	JobName     string
+	ProjectName string
+	TeamName    string
+}
+
+// LatestGPUReadings returns the newest raw sample at or after since of every device,
+// ordered by node name and device UUID.
+func (s *Store) LatestGPUReadings(ctx context.Context, since time.Time) ([]GPUReading, error) {
+	cols := make([]string, len(telemetryColumns))
+	for i, c := range telemetryColumns {
+		cols[i] = "t." + c
+	}
+	query := `SELECT ` + strings.Join(cols, ", ") + `,
+	n.name, COALESCE(d.idx, pd.idx, -1), COALESCE(d.model, pd.model, ''), COALESCE(d.memory_mib, sl.memory_mib, 0),
+	COALESCE(pd.uuid, ''), COALESCE(sl.profile, ''),
+	COALESCE(j.name, ''), COALESCE(p.name, ''), COALESCE(tm.name, '')
+FROM telemetry_samples t
+JOIN (SELECT device_uuid, MAX(at) AS at FROM telemetry_samples
+      WHERE resolution = ? AND at >= ? GROUP BY device_uuid) l
+  ON l.device_uuid = t.device_uuid AND l.at = t.at
+JOIN nodes n ON n.id = t.node_id
+LEFT JOIN gpu_devices d ON d.uuid = t.device_uuid
+LEFT JOIN gpu_slices sl ON sl.uuid = t.device_uuid
+LEFT JOIN gpu_devices pd ON pd.id = sl.device_id
+LEFT JOIN jobs j ON j.id = t.job_id
+LEFT JOIN projects p ON p.id = j.project_id
+LEFT JOIN teams tm ON tm.id = p.team_id
+WHERE t.resolution = ?
+ORDER BY n.name, t.device_uuid`
+	rows, err := s.with(ctx).Raw(query, models.ResolutionRaw, since.UTC(), models.ResolutionRaw).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("latest GPU readings since %s: %w", since.UTC().Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	var out []GPUReading
+	for rows.Next() {
+		var r GPUReading
+		targets := append(telemetryTargets(&r.TelemetrySample),
+			&r.NodeName, &r.DeviceIndex, &r.Model, &r.MemoryMiB, &r.ParentUUID, &r.MIGProfile,
+			&r.JobName, &r.ProjectName, &r.TeamName)
+		if err := rows.Scan(targets...); err != nil {
+			return nil, fmt.Errorf("scan latest GPU reading: %w", err)
+		}
+		r.At = r.At.UTC()
+		// Two rows of one device at the same instant (a re-sent heartbeat): keep one.
+		if n := len(out); n > 0 && out[n-1].DeviceUUID == r.DeviceUUID {
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read latest GPU readings: %w", err)
+	}
+	return out, nil
+}
