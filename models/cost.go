@@ -122,3 +122,22 @@ type NotificationChannel struct {
 	Enabled   bool
 	CreatedAt time.Time
 }
+
+// LedgerDay is the ledger summed per UTC day and key, for roll-ups; absent owners are 0.
+type LedgerDay struct {
+	ID            int64
+	Day           time.Time
+	JobID         int64
+	UserID        int64
+	ProjectID     int64
+	TeamID        int64
+	PoolID        int64
+	ImageID       int64
+	GPUModel      string
+	Resource      string
+	QuantityMilli int64
+	AmountMicros  int64
+}
+
+// TableName is the migration's name for the daily ledger.
+func (LedgerDay) TableName() string { return "ledger_daily" }
