@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -24,14 +25,9 @@ func (s *Store) ImageByName(ctx context.Context, name string) (*models.Image, er
 	return &img, nil
 }
 
-// Images returns the catalog, certified first, then by name.
+// Images returns the whole catalog, certified first, then by name.
 func (s *Store) Images(ctx context.Context) ([]models.Image, error) {
-	var out []models.Image
-	order := "CASE status WHEN 'certified' THEN 0 WHEN 'uncertified' THEN 1 ELSE 2 END, name"
-	if err := s.with(ctx).Order(order).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
-	}
-	return out, nil
+	return s.ImagesMatching(ctx, ImageFilter{})
 }
 
 // PriorityClasses returns the classes, highest weight first.
@@ -50,4 +46,40 @@ func (s *Store) PriorityClassByName(ctx context.Context, name string) (*models.P
 		return nil, fmt.Errorf("priority class %s: %w", name, err)
 	}
 	return &pc, nil
+}
+
+// ImageFilter selects catalog entries; zero fields select everything.
+type ImageFilter struct {
+	Query     string // matched against name, reference, framework and description
+	Framework string
+	Status    string
+}
+
+// ImagesMatching returns the catalog entries matching f, certified first.
+func (s *Store) ImagesMatching(ctx context.Context, f ImageFilter) ([]models.Image, error) {
+	q := s.with(ctx).Model(&models.Image{})
+	if f.Query != "" {
+		like := "%" + strings.ToLower(f.Query) + "%"
+		q = q.Where("LOWER(name) LIKE ? OR LOWER(reference) LIKE ? OR LOWER(framework) LIKE ? OR LOWER(description) LIKE ?", like, like, like, like)
+	}
+	if f.Framework != "" {
+		q = q.Where("framework = ?", f.Framework)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	var out []models.Image
+	order := "CASE status WHEN 'certified' THEN 0 WHEN 'uncertified' THEN 1 ELSE 2 END, name"
+	if err := q.Order(order).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateImage saves the mutable fields of img (status, pre-pull, metadata).
+func (s *Store) UpdateImage(ctx context.Context, img *models.Image) error {
+	if err := translate(s.with(ctx).Save(img).Error); err != nil {
+		return fmt.Errorf("update image %s: %w", img.Name, err)
+	}
+	return nil
 }
