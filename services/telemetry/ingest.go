@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -10,9 +9,6 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/gpu"
 )
-
-// ErrInvalid wraps every refusal of bad input; the message names the field and what is allowed.
-var ErrInvalid = errors.New("invalid telemetry")
 
 // Gauge bits of models.TelemetrySample.Reported: which measurements a row holds. A
 // gauge the device did not report (utilisation in MIG mode, ECC on a board without
@@ -39,7 +35,7 @@ type NodeSample struct {
 }
 
 // Ingest validates one heartbeat's sample and stores a raw row per device and per
-// MIG instance. It stores nothing when any part is invalid (ErrInvalid), so a node
+// MIG instance. It stores nothing when any part is invalid (a *models.FieldError), so a node
 // with a wrong clock or a broken reading never leaves garbage in the history. It
 // returns how many rows it stored.
 func (s *Service) Ingest(ctx context.Context, now time.Time, ns NodeSample) (int, error) {
@@ -56,21 +52,21 @@ func (s *Service) Ingest(ctx context.Context, now time.Time, ns NodeSample) (int
 // rawRows turns a node sample into raw rows, checking every field.
 func (s *Service) rawRows(now time.Time, ns NodeSample) ([]models.TelemetrySample, error) {
 	if ns.NodeID <= 0 {
-		return nil, fmt.Errorf("%w: node_id %d: want the id of a registered node", ErrInvalid, ns.NodeID)
+		return nil, models.Invalid("node_id", "is %d: want the id of a registered node", ns.NodeID)
 	}
 	at := ns.Sample.Time.UTC()
 	switch {
 	case at.IsZero():
-		return nil, fmt.Errorf("%w: sample time is missing", ErrInvalid)
+		return nil, models.Invalid("time", "is missing")
 	case at.After(now.Add(s.cfg.MaxClockSkew)):
-		return nil, fmt.Errorf("%w: sample time %s is %s ahead of the server clock (at most %s is accepted): check the node's clock",
-			ErrInvalid, at.Format(time.RFC3339), at.Sub(now).Round(time.Second), s.cfg.MaxClockSkew)
+		return nil, models.Invalid("time", "%s is %s ahead of the server clock (at most %s is accepted): check the node's clock",
+			at.Format(time.RFC3339), at.Sub(now).Round(time.Second), s.cfg.MaxClockSkew)
 	case at.Before(now.Add(-s.cfg.RawRetention)):
-		return nil, fmt.Errorf("%w: sample time %s is older than the raw retention of %s", ErrInvalid, at.Format(time.RFC3339), s.cfg.RawRetention)
+		return nil, models.Invalid("time", "%s is older than the raw retention of %s", at.Format(time.RFC3339), s.cfg.RawRetention)
 	}
 	for uuid, job := range ns.Jobs {
 		if job <= 0 {
-			return nil, fmt.Errorf("%w: job of device %s is %d: want a job id", ErrInvalid, uuid, job)
+			return nil, models.Invalid("jobs["+uuid+"]", "is %d: want a job id", job)
 		}
 	}
 	seen := make(map[string]bool, len(ns.Sample.Devices))
@@ -78,10 +74,10 @@ func (s *Service) rawRows(now time.Time, ns NodeSample) ([]models.TelemetrySampl
 	for i, d := range ns.Sample.Devices {
 		field := fmt.Sprintf("devices[%d]", i)
 		if d.UUID == "" {
-			return nil, fmt.Errorf("%w: %s.uuid is empty", ErrInvalid, field)
+			return nil, models.Invalid(field+".uuid", "is empty")
 		}
 		if seen[d.UUID] {
-			return nil, fmt.Errorf("%w: %s.uuid %s appears twice in one sample", ErrInvalid, field, d.UUID)
+			return nil, models.Invalid(field+".uuid", "%s appears twice in one sample", d.UUID)
 		}
 		seen[d.UUID] = true
 		row, err := deviceRow(field, d)
@@ -94,14 +90,14 @@ func (s *Service) rawRows(now time.Time, ns NodeSample) ([]models.TelemetrySampl
 		for j, m := range d.MIG {
 			mfield := fmt.Sprintf("%s.mig[%d]", field, j)
 			if m.UUID == "" || seen[m.UUID] {
-				return nil, fmt.Errorf("%w: %s.uuid %q must be set and unique", ErrInvalid, mfield, m.UUID)
+				return nil, models.Invalid(mfield+".uuid", "%q: want a UUID that no other device of the sample has", m.UUID)
 			}
 			seen[m.UUID] = true
 			if m.MemoryUsedMiB == nil {
 				continue
 			}
 			if *m.MemoryUsedMiB < 0 {
-				return nil, fmt.Errorf("%w: %s.memory_used_mib is %d: want 0 or more", ErrInvalid, mfield, *m.MemoryUsedMiB)
+				return nil, models.Invalid(mfield+".memory_used_mib", "is %d: want 0 or more", *m.MemoryUsedMiB)
 			}
 			rows = append(rows, models.TelemetrySample{
 				DeviceUUID: m.UUID, Reported: GaugeMemory,
@@ -123,7 +119,7 @@ func (s *Service) rawRows(now time.Time, ns NodeSample) ([]models.TelemetrySampl
 func deviceRow(field string, d gpu.DeviceSample) (models.TelemetrySample, error) {
 	r := models.TelemetrySample{DeviceUUID: d.UUID}
 	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("%w: %s.%s is %v: want %s", ErrInvalid, field, name, v, want)
+		return models.Invalid(field+"."+name, "is %v: want %s", v, want)
 	}
 	if v := d.UtilizationPct; v != nil {
 		if *v < 0 || *v > 100 {
@@ -204,7 +200,7 @@ func throughput(field, name string, tx, rx *int64) (mbps float64, ok bool, err e
 			continue
 		}
 		if *v < 0 {
-			return 0, false, fmt.Errorf("%w: %s.%s_%s_kibps is %d: want 0 or more", ErrInvalid, field, name, d.dir, *v)
+			return 0, false, models.Invalid(field+"."+name+"_"+d.dir+"_kibps", "is %d: want 0 or more", *v)
 		}
 		sum += *v
 		ok = true

@@ -81,22 +81,22 @@ func TestIngestRefusesBadInputAndStoresNothing(t *testing.T) {
 		edit   func(ns *telemetry.NodeSample)
 		reason string
 	}{
-		{"no node", func(ns *telemetry.NodeSample) { ns.NodeID = 0 }, "node_id 0"},
-		{"no time", func(ns *telemetry.NodeSample) { ns.Sample.Time = time.Time{} }, "sample time is missing"},
+		{"no node", func(ns *telemetry.NodeSample) { ns.NodeID = 0 }, "node_id: is 0"},
+		{"no time", func(ns *telemetry.NodeSample) { ns.Sample.Time = time.Time{} }, "time: is missing"},
 		{"future", func(ns *telemetry.NodeSample) { ns.Sample.Time = now.Add(10 * time.Minute) }, "10m0s ahead of the server clock"},
 		{"too old", func(ns *telemetry.NodeSample) { ns.Sample.Time = now.Add(-25 * time.Hour) }, "older than the raw retention of 24h0m0s"},
-		{"util over 100", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].UtilizationPct = ptr(140) }, "devices[0].utilization_pct is 140: want 0..100"},
-		{"NaN power", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].PowerW = ptr(math.NaN()) }, "devices[1].power_w is NaN"},
-		{"Inf power", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].PowerW = ptr(math.Inf(1)) }, "devices[0].power_w is +Inf"},
-		{"negative memory", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].MemoryUsedMiB = ptr(int64(-1)) }, "devices[0].memory_used_mib is -1"},
-		{"negative pcie", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].PCIeRxKiBps = ptr(int64(-5)) }, "devices[0].pcie_rx_kibps is -5"},
-		{"bad xid", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].XIDs = []int{0} }, "devices[0].xids"},
-		{"no uuid", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].UUID = "" }, "devices[1].uuid is empty"},
-		{"twice", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].UUID = "GPU-a" }, "devices[1].uuid GPU-a appears twice"},
-		{"bad job", func(ns *telemetry.NodeSample) { ns.Jobs = map[string]int64{"GPU-a": -3} }, "job of device GPU-a is -3"},
+		{"util over 100", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].UtilizationPct = ptr(140) }, "devices[0].utilization_pct: is 140: want 0..100"},
+		{"NaN power", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].PowerW = ptr(math.NaN()) }, "devices[1].power_w: is NaN"},
+		{"Inf power", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].PowerW = ptr(math.Inf(1)) }, "devices[0].power_w: is +Inf"},
+		{"negative memory", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].MemoryUsedMiB = ptr(int64(-1)) }, "devices[0].memory_used_mib: is -1"},
+		{"negative pcie", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].PCIeRxKiBps = ptr(int64(-5)) }, "devices[0].pcie_rx_kibps: is -5"},
+		{"bad xid", func(ns *telemetry.NodeSample) { ns.Sample.Devices[0].XIDs = []int{0} }, "devices[0].xids: is [0]"},
+		{"no uuid", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].UUID = "" }, "devices[1].uuid: is empty"},
+		{"twice", func(ns *telemetry.NodeSample) { ns.Sample.Devices[1].UUID = "GPU-a" }, "devices[1].uuid: GPU-a appears twice"},
+		{"bad job", func(ns *telemetry.NodeSample) { ns.Jobs = map[string]int64{"GPU-a": -3} }, "jobs[GPU-a]: is -3"},
 		{"negative MIG memory", func(ns *telemetry.NodeSample) {
 			ns.Sample.Devices[0].MIG = []gpu.MIGSample{{UUID: "MIG-x", MemoryUsedMiB: ptr(int64(-1))}}
-		}, "devices[0].mig[0].memory_used_mib is -1"},
+		}, "devices[0].mig[0].memory_used_mib: is -1"},
 	}
 	each(t, func(t *testing.T, s *store.Store, cfg store.Config) {
 		ctx := context.Background()
@@ -108,8 +108,9 @@ func TestIngestRefusesBadInputAndStoresNothing(t *testing.T) {
 			ns := telemetry.NodeSample{NodeID: f.node.ID, Sample: gpu.Sample{Time: now, Devices: []gpu.DeviceSample{good(), second}}}
 			c.edit(&ns)
 			n, err := svc.Ingest(ctx, now, ns)
-			if !errors.Is(err, telemetry.ErrInvalid) || !strings.Contains(err.Error(), c.reason) || n != 0 {
-				t.Errorf("%s: stored %d, error %v; want ErrInvalid naming %q", c.name, n, err, c.reason)
+			var fe *models.FieldError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), c.reason) || n != 0 {
+				t.Errorf("%s: stored %d, error %v; want a FieldError saying %q", c.name, n, err, c.reason)
 			}
 		}
 		for _, uuid := range []string{"GPU-a", "GPU-b"} {
