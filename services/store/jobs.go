@@ -79,6 +79,12 @@ type Transition struct {
 	Reason   string
 	Message  string
 	Actor    string
+	// Attempt, when non-zero, becomes the job's attempt: a new attempt is scheduled.
+	Attempt int
+	// Retries, when non-nil, becomes the job's count of retries used.
+	Retries *int
+	// ExitCode, when non-nil, is recorded as the job's exit code.
+	ExitCode *int
 }
 
 // TransitionJob moves job id from t.From to t.To and records the event, atomically.
@@ -96,6 +102,15 @@ func (s *Store) TransitionJob(ctx context.Context, id int64, t Transition) error
 			updates["started_at"] = now
 		case models.IsTerminal(t.To):
 			updates["finished_at"] = now
+		}
+		if t.Attempt > 0 {
+			updates["attempt"] = t.Attempt
+		}
+		if t.Retries != nil {
+			updates["retries"] = *t.Retries
+		}
+		if t.ExitCode != nil {
+			updates["exit_code"] = *t.ExitCode
 		}
 		res := tx.with(ctx).Model(&models.Job{}).Where("id = ? AND state = ?", id, t.From).Updates(updates)
 		if res.Error != nil {

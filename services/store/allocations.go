@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// CreateAllocations inserts allocs; an allocation for a job, attempt and replica
+// that exists already is ErrConflict.
+func (s *Store) CreateAllocations(ctx context.Context, allocs []models.Allocation) error {
+	if len(allocs) == 0 {
+		return nil
+	}
+	if err := translate(s.with(ctx).Create(&allocs).Error); err != nil {
+		return fmt.Errorf("create %d allocations of job %d: %w", len(allocs), allocs[0].JobID, err)
+	}
+	return nil
+}
+
+// AllocationByAttempt returns the allocation of one replica of one attempt of a job.
+func (s *Store) AllocationByAttempt(ctx context.Context, jobID int64, attempt, replica int) (*models.Allocation, error) {
+	var a models.Allocation
+	err := translate(s.with(ctx).Where("job_id = ? AND attempt = ? AND replica = ?", jobID, attempt, replica).First(&a).Error)
+	if err != nil {
+		return nil, fmt.Errorf("allocation of job %d attempt %d replica %d: %w", jobID, attempt, replica, err)
+	}
+	return &a, nil
+}
+
+// AllocationsOfJob returns the allocations of a job, by attempt then replica.
+func (s *Store) AllocationsOfJob(ctx context.Context, jobID int64) ([]models.Allocation, error) {
+	var out []models.Allocation
+	if err := s.with(ctx).Where("job_id = ?", jobID).Order("attempt, replica").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("allocations of job %d: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// ActiveAllocations returns the allocations that are not ended, on one node when
+// nodeID is non-zero, by id. They hold their node's resources.
+func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.Allocation, error) {
+	q := s.with(ctx).Where("state <> ?", models.AllocEnded)
+	if nodeID != 0 {
+		q = q.Where("node_id = ?", nodeID)
+	}
+	var out []models.Allocation
+	if err := q.Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("active allocations: %w", err)
+	}
+	return out, nil
+}
+
+// AllocationChange is what UpdateAllocation writes; nil fields are left alone.
+type AllocationChange struct {
+	State      string
+	StopReason *string
+	ExitCode   *int
+	StartedAt  *time.Time
+	EndedAt    *time.Time
+}
+
+// UpdateAllocation applies ch to allocation id if it is in one of from; otherwise ErrStale.
+func (s *Store) UpdateAllocation(ctx context.Context, id int64, from []string, ch AllocationChange) error {
+	updates := map[string]any{"updated_at": time.Now().UTC()}
+	if ch.State != "" {
+		updates["state"] = ch.State
+	}
+	if ch.StopReason != nil {
+		updates["stop_reason"] = *ch.StopReason
+	}
+	if ch.ExitCode != nil {
+		updates["exit_code"] = *ch.ExitCode
+	}
+	if ch.StartedAt != nil {
+		updates["started_at"] = *ch.StartedAt
+	}
+	if ch.EndedAt != nil {
+		updates["ended_at"] = *ch.EndedAt
+	}
+	res := s.with(ctx).Model(&models.Allocation{}).Where("id = ? AND state IN ?", id, from).Updates(updates)
+	if res.Error != nil {
+		return fmt.Errorf("update allocation %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("update allocation %d: %w: it is not %v", id, ErrStale, from)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// QueuedJobs returns up to limit queued jobs, oldest first: the scheduler's input.
+func (s *Store) QueuedJobs(ctx context.Context, limit int) ([]models.Job, error) {
+	var out []models.Job
+	err := s.with(ctx).Where("state = ?", models.JobQueued).Order("id").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("queued jobs: %w", err)
+	}
+	return out, nil
+}
+
+// JobsByIDs returns the jobs with the given ids, by id.
+func (s *Store) JobsByIDs(ctx context.Context, ids []int64) ([]models.Job, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []models.Job
+	if err := s.with(ctx).Where("id IN ?", ids).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("jobs by id: %w", err)
+	}
+	return out, nil
+}
+
+// SetPendingReason records why a queued job waits; a job no longer queued is left alone.
+func (s *Store) SetPendingReason(ctx context.Context, id int64, reason string) error {
+	err := s.with(ctx).Model(&models.Job{}).Where("id = ? AND state = ?", id, models.JobQueued).
+		Update("pending_reason", reason).Error
+	if err != nil {
+		return fmt.Errorf("set pending reason of job %d: %w", id, err)
+	}
+	return nil
+}
