@@ -42,6 +42,7 @@ which wins over the config file.`,
 	root.AddCommand(
 		newServeCmd(g),
 		newMigrateCmd(g),
+		newAuditCmd(g),
 		newBenchCmd(),
 		newHealthcheckCmd(),
 		newVersionCmd(),

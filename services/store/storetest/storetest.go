@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -113,16 +114,24 @@ func postgresConfig(t testing.TB) store.Config {
 // that must change the database behind the store's back.
 func Exec(t testing.TB, cfg store.Config, query string) {
 	t.Helper()
+	if err := TryExec(cfg, query); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TryExec is Exec for statements that the test expects the database may refuse.
+func TryExec(cfg store.Config, query string) error {
 	driver, dsn := "pgx", cfg.DatabaseURL
 	if dsn == "" {
 		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)"
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		t.Fatalf("open %s: %v", driver, err)
+		return fmt.Errorf("open %s: %w", driver, err)
 	}
 	defer db.Close()
 	if _, err := db.Exec(query); err != nil {
-		t.Fatalf("exec %q: %v", query, err)
+		return fmt.Errorf("exec %q: %w", query, err)
 	}
+	return nil
 }
