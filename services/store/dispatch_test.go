@@ -146,6 +146,12 @@ func TestAllocationsLogsAndAttempts(t *testing.T) {
 		if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
 			t.Fatal(err)
 		}
+		if got, err := s.ProjectByID(ctx, p.ID); err != nil || got.Name != p.Name {
+			t.Fatalf("ProjectByID = %+v, %v", got, err)
+		}
+		if _, err := s.ProjectByID(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ProjectByID of nothing: %v", err)
+		}
 		n := &models.Node{Name: "gpu-1", State: models.NodeReady}
 		if err := s.SaveNode(ctx, n); err != nil {
 			t.Fatal(err)

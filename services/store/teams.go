@@ -50,6 +50,15 @@ func (s *Store) ProjectByName(ctx context.Context, name string) (*models.Project
 	return &p, nil
 }
 
+// ProjectByID returns the project with id.
+func (s *Store) ProjectByID(ctx context.Context, id int64) (*models.Project, error) {
+	var p models.Project
+	if err := translate(s.with(ctx).First(&p, id).Error); err != nil {
+		return nil, fmt.Errorf("project %d: %w", id, err)
+	}
+	return &p, nil
+}
+
 // Projects returns every project ordered by name.
 func (s *Store) Projects(ctx context.Context) ([]models.Project, error) {
 	var out []models.Project
