@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// QueueLength is how many jobs of one team wait in one priority class.
+type QueueLength struct {
+	Class string
+	Team  string
+	Jobs  int
+}
+
+// QueueLengths counts the queued jobs per priority class and team.
+func (s *Store) QueueLengths(ctx context.Context) ([]QueueLength, error) {
+	var out []QueueLength
+	err := s.with(ctx).Table("jobs j").
+		Select("j.priority_class AS class, t.name AS team, COUNT(*) AS jobs").
+		Joins("JOIN projects p ON p.id = j.project_id").
+		Joins("JOIN teams t ON t.id = p.team_id").
+		Where("j.state = ?", models.JobQueued).
+		Group("j.priority_class, t.name").Order("j.priority_class, t.name").
+		Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("count queued jobs by class and team: %w", err)
+	}
+	return out, nil
+}
+
+// GPUCapacity is the fleet's GPUs on nodes that are up, and how much of them live
+// allocations hold, in milli-GPUs.
+type GPUCapacity struct {
+	TotalMilli     int64
+	AllocatedMilli int64
+}
+
+// GPUCapacity sums the GPUs of ready, draining and cordoned nodes, and the
+// milli-GPUs of pending, running and stopping allocations.
+func (s *Store) GPUCapacity(ctx context.Context) (GPUCapacity, error) {
+	var c GPUCapacity
+	var devices int64
+	err := s.with(ctx).Table("gpu_devices d").Joins("JOIN nodes n ON n.id = d.node_id").
+		Where("n.state IN ?", []string{models.NodeReady, models.NodeDraining, models.NodeCordoned}).
+		Count(&devices).Error
+	if err != nil {
+		return c, fmt.Errorf("count GPUs of nodes that are up: %w", err)
+	}
+	err = s.with(ctx).Model(&models.Allocation{}).
+		Where("state IN ?", []string{models.AllocPending, models.AllocRunning, models.AllocStopping}).
+		Select("COALESCE(SUM(gpu_milli), 0)").Row().Scan(&c.AllocatedMilli)
+	if err != nil {
+		return c, fmt.Errorf("sum allocated GPUs: %w", err)
+	}
+	c.TotalMilli = devices * 1000
+	return c, nil
+}
+
+// TeamCost is what one team has accrued in the ledger, in micro-units; Team is empty
+// for usage that belongs to no team.
+type TeamCost struct {
+	Team         string
+	AmountMicros int64
+}
+
+// CostAccruedByTeam sums the daily ledger per team.
+func (s *Store) CostAccruedByTeam(ctx context.Context) ([]TeamCost, error) {
+	var out []TeamCost
+	err := s.with(ctx).Table("ledger_daily l").
+		Select("COALESCE(t.name, '') AS team, SUM(l.amount_micros) AS amount_micros").
+		Joins("LEFT JOIN teams t ON t.id = l.team_id").
+		Group("COALESCE(t.name, '')").Order("team").
+		Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("sum cost by team: %w", err)
+	}
+	return out, nil
+}
+
+// LatestXIDs returns, per device UUID, the code of the newest XID error raised at or
+// after since.
+func (s *Store) LatestXIDs(ctx context.Context, since time.Time) (map[string]int, error) {
+	var rows []struct {
+		DeviceUUID string
+		LastXID    int `gorm:"column:last_xid"`
+		At         time.Time
+	}
+	err := s.with(ctx).Model(&models.TelemetrySample{}).Select("device_uuid, last_xid, at").
+		Where("resolution = ? AND at >= ? AND xid_count > 0", models.ResolutionRaw, since.UTC()).
+		Order("at").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("newest XIDs since %s: %w", since.UTC().Format(time.RFC3339), err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.DeviceUUID] = r.LastXID // ordered by time: the newest wins
+	}
+	return out, nil
+}
