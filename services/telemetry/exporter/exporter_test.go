@@ -2,10 +2,14 @@ package exporter_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,3 +271,41 @@ func must(t *testing.T, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The shipped Grafana dashboard queries only series that the exporter exports.
+func TestGrafanaDashboardUsesExportedMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../../../docs/grafana-gantry.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	cfg := storetest.Backends()[0].Config(t)
+	s := storetest.Open(t, cfg)
+	setUp(t, s, cfg)
+	e := exporter.New(s, func() time.Time { return now }, exporter.Config{})
+	e.ObserveCycle(time.Millisecond, 1, 0)
+	fams := scrape(t, e)
+	name := regexp.MustCompile(`\b(gantry_[a-z_]+|DCGM_FI_[A-Z_]+)`)
+	used := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range name.FindAllString(tg.Expr, -1) {
+				used++
+				if fams[m] == nil && fams[strings.TrimSuffix(m, "_bucket")] == nil {
+					t.Errorf("panel %q queries %s, which /metrics does not export", p.Title, m)
+				}
+			}
+		}
+	}
+	if used < 10 {
+		t.Errorf("found %d metric references in the dashboard, want its panels' queries", used)
+	}
+}
