@@ -1,0 +1,46 @@
+package accounting
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// MicrosPerUnit is how many micro-units make one unit of the currency.
+const MicrosPerUnit = 1_000_000
+
+// mulDiv returns a*b*c/d rounded half away from zero, for non-negative a, b, c and a
+// positive d, without overflowing: a rate times a share times seconds can pass 2^63.
+func mulDiv(a, b, c, d int64) int64 {
+	n := new(big.Int).Mul(big.NewInt(a), big.NewInt(b))
+	n.Mul(n, big.NewInt(c))
+	n.Add(n, big.NewInt(d/2))
+	return n.Quo(n, big.NewInt(d)).Int64()
+}
+
+// FormatMicros writes an amount of micro-units as a decimal with six places, exact.
+func FormatMicros(micros int64) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	return fmt.Sprintf("%s%d.%06d", sign, micros/MicrosPerUnit, micros%MicrosPerUnit)
+}
+
+// FormatMoney writes an amount of micro-units rounded to cents, for people.
+func FormatMoney(micros int64) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	cents := (micros + 5_000) / 10_000
+	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)
+}
+
+// FormatMilli writes a quantity in milli-units as a decimal with three places.
+func FormatMilli(milli int64) string {
+	sign := ""
+	if milli < 0 {
+		sign, milli = "-", -milli
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, milli/1000, milli%1000)
+}
