@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 )
 
@@ -86,7 +87,7 @@ func newAuditExportCmd(g *globalOpts) *cobra.Command {
 			defer st.Close()
 			al := audit.New(st, time.Now)
 			f, err := al.Filter(ctx, q)
-			var fe *audit.FieldError
+			var fe *models.FieldError
 			if errors.As(err, &fe) {
 				return usageError{fmt.Errorf("--%s: %s", fe.Field, fe.Message)}
 			}

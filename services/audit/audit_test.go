@@ -315,7 +315,7 @@ func TestFilterNamesTheWrongField(t *testing.T) {
 		{audit.Query{Since: "2026-03-05T00:00:00Z", Until: "2026-03-04"}, "until"},
 	} {
 		_, err := log.Filter(ctx, tc.q)
-		var fe *audit.FieldError
+		var fe *models.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("filter %+v: %v, want an error naming %s", tc.q, err, tc.field)
 		}

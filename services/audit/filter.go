@@ -3,10 +3,10 @@ package audit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -19,21 +19,13 @@ type Query struct {
 	Until   string // same forms, exclusive; a bare date means up to the end of that day
 }
 
-// FieldError names the input that is wrong and what is allowed.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
-
-// Filter turns q into a store filter, naming the first field it cannot use.
+// Filter turns q into a store filter; a field it cannot use is a *models.FieldError.
 func (l *Log) Filter(ctx context.Context, q Query) (store.AuditFilter, error) {
 	f := store.AuditFilter{Actor: strings.TrimSpace(q.Actor), Action: strings.TrimSpace(q.Action)}
 	if name := strings.TrimSpace(q.Project); name != "" {
 		p, err := l.store.ProjectByName(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
-			return f, &FieldError{Field: "project", Message: fmt.Sprintf("no project is called %q", name)}
+			return f, models.Invalid("project", "no project is called %q", name)
 		}
 		if err != nil {
 			return f, err
@@ -48,7 +40,7 @@ func (l *Log) Filter(ctx context.Context, q Query) (store.AuditFilter, error) {
 		return f, err
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return f, &FieldError{Field: "until", Message: "must be after since"}
+		return f, models.Invalid("until", "must be after since")
 	}
 	return f, nil
 }
@@ -67,5 +59,5 @@ func parseTime(field, s string, endOfDay bool) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t.UTC(), nil
 	}
-	return time.Time{}, &FieldError{Field: field, Message: fmt.Sprintf("%q is not a date (2026-03-01) or a time (2026-03-01T09:30:00Z)", s)}
+	return time.Time{}, models.Invalid(field, "%q is not a date (2026-03-01) or a time (2026-03-01T09:30:00Z)", s)
 }
