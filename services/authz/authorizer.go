@@ -1,0 +1,86 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/casbin/casbin/v2"
+	"github.com/casbin/casbin/v2/model"
+
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// versionKey is the settings row that changes with every grant or policy change.
+const versionKey = "authz.version"
+
+// Authorizer answers permission questions from a Casbin enforcer that it keeps current.
+type Authorizer struct {
+	store *store.Store
+	audit *audit.Log
+
+	mu      sync.Mutex
+	enf     *casbin.SyncedEnforcer
+	version string // of the loaded policy
+}
+
+// New returns the authorizer over st, auditing grant changes to log. The policy loads on
+// first use, so a database that is briefly away does not stop the process from starting.
+func New(st *store.Store, log *audit.Log) *Authorizer {
+	return &Authorizer{store: st, audit: log}
+}
+
+// enforcer returns the enforcer, loading the policy first when it changed since the last load.
+func (a *Authorizer) enforcer(ctx context.Context) (*casbin.SyncedEnforcer, error) {
+	version, _, err := a.store.Setting(ctx, versionKey)
+	if err != nil {
+		return nil, fmt.Errorf("authorize: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.enf != nil && a.version == version {
+		return a.enf, nil
+	}
+	if a.enf == nil {
+		if err := a.open(); err != nil {
+			return nil, err
+		}
+	} else if err := a.enf.LoadPolicy(); err != nil {
+		return nil, fmt.Errorf("reload authorization policy: %w", err)
+	}
+	a.version = version
+	return a.enf, nil
+}
+
+// open builds the enforcer and adds any default policy line the table lacks.
+func (a *Authorizer) open() error {
+	m, err := model.NewModelFromString(modelText)
+	if err != nil {
+		return fmt.Errorf("parse the authorization model: %w", err)
+	}
+	rules, err := a.store.CasbinRules()
+	if err != nil {
+		return err
+	}
+	enf, err := casbin.NewSyncedEnforcer(m, &adapter{rules: rules, store: a.store})
+	if err != nil {
+		return fmt.Errorf("load authorization policy: %w", err)
+	}
+	for _, line := range DefaultPolicy() {
+		if has, _ := enf.HasPolicy(line); has {
+			continue
+		}
+		if _, err := enf.AddPolicy(line); err != nil {
+			// Another replica may have added it a moment ago.
+			if err := enf.LoadPolicy(); err != nil {
+				return fmt.Errorf("reload authorization policy: %w", err)
+			}
+			if has, _ := enf.HasPolicy(line); !has {
+				return fmt.Errorf("add policy line %v: %w", line, err)
+			}
+		}
+	}
+	a.enf = enf
+	return nil
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	gormadapter "github.com/casbin/gorm-adapter/v3"
+	"gorm.io/gorm"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// Grant is one role a user holds: in a project, or globally when ProjectID is 0.
+type Grant struct {
+	UserID    int64
+	ProjectID int64
+	Role      string
+}
+
+// Grants returns every role held: project memberships, then the global admin and
+// auditor roles of users that are not disabled.
+func (s *Store) Grants(ctx context.Context) ([]Grant, error) {
+	var out []Grant
+	err := s.with(ctx).Raw(`SELECT m.user_id, m.project_id, m.role FROM memberships m
+		JOIN users u ON u.id = m.user_id WHERE NOT u.disabled ORDER BY m.id`).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list role grants: %w", err)
+	}
+	var users []models.User
+	if err := s.with(ctx).Where("(is_admin OR is_auditor) AND NOT disabled").Order("id").Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("list global roles: %w", err)
+	}
+	for _, u := range users {
+		if u.IsAdmin {
+			out = append(out, Grant{UserID: u.ID, Role: models.RoleAdmin})
+		}
+		if u.IsAuditor {
+			out = append(out, Grant{UserID: u.ID, Role: models.RoleAuditor})
+		}
+	}
+	return out, nil
+}
+
+// MembershipOf returns the user's membership in the project.
+func (s *Store) MembershipOf(ctx context.Context, userID, projectID int64) (*models.Membership, error) {
+	var m models.Membership
+	if err := translate(s.with(ctx).Where("user_id = ? AND project_id = ?", userID, projectID).First(&m).Error); err != nil {
+		return nil, fmt.Errorf("membership of user %d in project %d: %w", userID, projectID, err)
+	}
+	return &m, nil
+}
+
+// MembershipsOfProject returns the project's memberships, oldest first.
+func (s *Store) MembershipsOfProject(ctx context.Context, projectID int64) ([]models.Membership, error) {
+	var out []models.Membership
+	if err := s.with(ctx).Where("project_id = ?", projectID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("memberships of project %d: %w", projectID, err)
+	}
+	return out, nil
+}
+
+// DeleteMembership removes the user from the project; removing a non-member is ErrNotFound.
+func (s *Store) DeleteMembership(ctx context.Context, userID, projectID int64) error {
+	res := s.with(ctx).Where("user_id = ? AND project_id = ?", userID, projectID).Delete(&models.Membership{})
+	if res.Error != nil {
+		return fmt.Errorf("remove user %d from project %d: %w", userID, projectID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("remove user %d from project %d: %w", userID, projectID, ErrNotFound)
+	}
+	return nil
+}
+
+// CasbinRules is the Casbin adapter over the casbin_rule table, which migration 0001
+// created: the adapter's own auto-migration stays off.
+func (s *Store) CasbinRules() (*gormadapter.Adapter, error) {
+	db := s.db.Session(&gorm.Session{NewDB: true})
+	gormadapter.TurnOffAutoMigrate(db)
+	a, err := gormadapter.NewAdapterByDBUseTableName(db, "", models.CasbinRule{}.TableName())
+	if err != nil {
+		return nil, fmt.Errorf("open the casbin_rule adapter: %w", err)
+	}
+	return a, nil
+}
