@@ -124,6 +124,13 @@ func readStream(t *testing.T) (gpu.Inventory, []gpu.Sample) {
 
 func ptr[T any](v T) *T { return &v }
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func at(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -65,10 +65,3 @@ func TestRecordStream(t *testing.T) {
 		now = now.Add(15 * time.Second)
 	}
 }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}

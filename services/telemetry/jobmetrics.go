@@ -1,0 +1,244 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// Limits of one batch of job metrics.
+const (
+	MaxPointsPerBatch      = 1000
+	MaxCheckpointsPerBatch = 100
+	MaxValuesPerPoint      = 32
+	maxDroppedListed       = 20
+)
+
+// Names of the metrics Gantry itself records for a job; a job cannot report them.
+const (
+	// SystemPrefix starts every name that only Gantry records.
+	SystemPrefix = "gantry/"
+	// MetricCheckpoint records a checkpoint the job saved; its value is the step.
+	MetricCheckpoint = SystemPrefix + "checkpoint"
+	// MetricCPUMilli is the CPU the job's processes used, in milli-cores, as the
+	// agent measures it.
+	MetricCPUMilli = SystemPrefix + "cpu_milli"
+)
+
+var metricName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$`)
+
+// ErrJobNotRunning: metrics for a job that is not running (nor just finished).
+var ErrJobNotRunning = errors.New("job is not running")
+
+// MetricPoint is what a job reports at one step: named scalars such as loss and
+// samples_per_sec. Step must grow from one point of a metric to the next within an
+// attempt (use a request count or seconds for a job without training steps); Time
+// defaults to when the server receives the batch.
+type MetricPoint struct {
+	Step   int64              `json:"step"`
+	Time   *time.Time         `json:"time,omitempty"`
+	Values map[string]float64 `json:"values"`
+}
+
+// CheckpointEvent says the job saved a checkpoint at a step.
+type CheckpointEvent struct {
+	Step int64      `json:"step"`
+	Time *time.Time `json:"time,omitempty"`
+}
+
+// MetricBatch is one POST of job metrics.
+type MetricBatch struct {
+	Points      []MetricPoint     `json:"points"`
+	Checkpoints []CheckpointEvent `json:"checkpoints,omitempty"`
+}
+
+// MetricResult says what happened to a batch: how many values were stored, and which
+// were dropped and why (the first few reasons).
+type MetricResult struct {
+	Stored  int            `json:"stored"`
+	Dropped int            `json:"dropped"`
+	Reasons []DroppedValue `json:"reasons,omitempty"`
+}
+
+// DroppedValue is one value that was not stored, naming it as the request did.
+type DroppedValue struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// RecordJobMetrics stores a batch the job reported for its current attempt. A batch
+// with a malformed part (NaN or infinite value, bad name, negative step, too many
+// points, a time far in the future) is refused whole with a *models.FieldError. A
+// well-formed value that is a repeat or out of order (its step not after the newest
+// stored step of its metric in this attempt) is dropped and listed, so a client may
+// safely resend a batch after a timeout. A time within the clock skew ahead of now is
+// clipped to now; one before the attempt started is clipped to its start.
+func (s *Service) RecordJobMetrics(ctx context.Context, now time.Time, job *models.Job, b MetricBatch) (MetricResult, error) {
+	if err := s.checkJobReporting(now, job); err != nil {
+		return MetricResult{}, err
+	}
+	points, err := s.flatten(now, job, b, false)
+	if err != nil {
+		return MetricResult{}, err
+	}
+	return s.storeJobMetrics(ctx, job, points)
+}
+
+// RecordSystemMetrics stores what Gantry measured of a job (names under
+// SystemPrefix, such as MetricCPUMilli) at one time, for the agent's heartbeat.
+func (s *Service) RecordSystemMetrics(ctx context.Context, now time.Time, job *models.Job, at time.Time, step int64, values map[string]float64) (MetricResult, error) {
+	for name := range values {
+		if !strings.HasPrefix(name, SystemPrefix) {
+			return MetricResult{}, models.Invalid("values."+name, "a system metric's name starts with %q", SystemPrefix)
+		}
+	}
+	points, err := s.flatten(now, job, MetricBatch{Points: []MetricPoint{{Step: step, Time: &at, Values: values}}}, true)
+	if err != nil {
+		return MetricResult{}, err
+	}
+	return s.storeJobMetrics(ctx, job, points)
+}
+
+func (s *Service) checkJobReporting(now time.Time, job *models.Job) error {
+	switch {
+	case job.State == models.JobRunning || job.State == models.JobPreempting:
+		return nil
+	case models.IsTerminal(job.State) && job.FinishedAt != nil && now.Sub(*job.FinishedAt) <= s.cfg.MaxClockSkew:
+		return nil // the last report of a job that just exited
+	}
+	return fmt.Errorf("%w: job %d is %s; metrics are accepted while it runs", ErrJobNotRunning, job.ID, job.State)
+}
+
+// point is one value to store, with the request field that named it.
+type point struct {
+	field string
+	m     models.JobMetric
+}
+
+// flatten validates a batch and turns it into one row per value, in request order.
+func (s *Service) flatten(now time.Time, job *models.Job, b MetricBatch, system bool) ([]point, error) {
+	switch {
+	case len(b.Points) == 0 && len(b.Checkpoints) == 0:
+		return nil, models.Invalid("points", "is empty: send at least one point or checkpoint")
+	case len(b.Points) > MaxPointsPerBatch:
+		return nil, models.Invalid("points", "has %d points: at most %d per batch; send several batches", len(b.Points), MaxPointsPerBatch)
+	case len(b.Checkpoints) > MaxCheckpointsPerBatch:
+		return nil, models.Invalid("checkpoints", "has %d events: at most %d per batch", len(b.Checkpoints), MaxCheckpointsPerBatch)
+	}
+	start := now
+	if job.StartedAt != nil {
+		start = job.StartedAt.UTC()
+	}
+	when := func(field string, t *time.Time) (time.Time, error) {
+		if t == nil {
+			return now, nil
+		}
+		at := t.UTC()
+		switch {
+		case at.After(now.Add(s.cfg.MaxClockSkew)):
+			return at, models.Invalid(field, "%s is %s ahead of the server clock (at most %s is accepted): check the clock of the machine the job runs on",
+				at.Format(time.RFC3339), at.Sub(now).Round(time.Second), s.cfg.MaxClockSkew)
+		case at.After(now):
+			return now, nil
+		case at.Before(start):
+			return start, nil
+		}
+		return at, nil
+	}
+	var out []point
+	for i, p := range b.Points {
+		field := fmt.Sprintf("points[%d]", i)
+		if p.Step < 0 {
+			return nil, models.Invalid(field+".step", "is %d: want 0 or more", p.Step)
+		}
+		if len(p.Values) == 0 {
+			return nil, models.Invalid(field+".values", "is empty: name at least one metric, e.g. {\"loss\": 0.42}")
+		}
+		if len(p.Values) > MaxValuesPerPoint {
+			return nil, models.Invalid(field+".values", "has %d metrics: at most %d per point", len(p.Values), MaxValuesPerPoint)
+		}
+		at, err := when(field+".time", p.Time)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(p.Values))
+		for name := range p.Values {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			v := p.Values[name]
+			vfield := field + ".values." + name
+			switch {
+			case !metricName.MatchString(name):
+				return nil, models.Invalid(vfield, "is not a metric name: use up to 64 letters, digits and _ . : / -, starting with a letter or _")
+			case strings.HasPrefix(name, SystemPrefix) != system:
+				return nil, models.Invalid(vfield, "names under %q are recorded by Gantry, not by jobs", SystemPrefix)
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				return nil, models.Invalid(vfield, "is %v: want a finite number", v)
+			}
+			out = append(out, point{field: vfield, m: models.JobMetric{Attempt: job.Attempt, Step: p.Step, Name: name, Value: v, At: at}})
+		}
+	}
+	for i, c := range b.Checkpoints {
+		field := fmt.Sprintf("checkpoints[%d]", i)
+		if c.Step < 0 {
+			return nil, models.Invalid(field+".step", "is %d: want 0 or more", c.Step)
+		}
+		at, err := when(field+".time", c.Time)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, point{field: field, m: models.JobMetric{Attempt: job.Attempt, Step: c.Step, Name: MetricCheckpoint, Value: float64(c.Step), At: at}})
+	}
+	return out, nil
+}
+
+// storeJobMetrics drops repeats and out-of-order values, then stores the rest.
+func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points []point) (MetricResult, error) {
+	var names []string
+	for _, p := range points {
+		if !slices.Contains(names, p.m.Name) {
+			names = append(names, p.m.Name)
+		}
+	}
+	last, err := s.store.LastJobMetricSteps(ctx, job.ID, job.Attempt, names)
+	if err != nil {
+		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
+	}
+	var res MetricResult
+	var keep []models.JobMetric
+	var checkpointAt *time.Time
+	for _, p := range points {
+		if prev, ok := last[p.m.Name]; ok && p.m.Step <= prev {
+			res.Dropped++
+			if len(res.Reasons) < maxDroppedListed {
+				res.Reasons = append(res.Reasons, DroppedValue{Field: p.field,
+					Reason: fmt.Sprintf("step %d is not after step %d, the newest %s of attempt %d: a repeat or out of order", p.m.Step, prev, p.m.Name, job.Attempt)})
+			}
+			continue
+		}
+		last[p.m.Name] = p.m.Step
+		keep = append(keep, p.m)
+		if p.m.Name == MetricCheckpoint && (checkpointAt == nil || p.m.At.After(*checkpointAt)) {
+			at := p.m.At
+			checkpointAt = &at
+		}
+	}
+	if len(keep) == 0 {
+		return res, nil
+	}
+	if err := s.store.InsertJobMetrics(ctx, job.ID, keep, checkpointAt); err != nil {
+		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
+	}
+	res.Stored = len(keep)
+	return res, nil
+}
