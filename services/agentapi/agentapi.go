@@ -1,0 +1,327 @@
+package agentapi
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/gpu"
+)
+
+// Paths of the agent protocol, relative to the server URL.
+const (
+	PathJoin      = "/api/v1/agent/join"
+	PathHeartbeat = "/api/v1/agent/heartbeat"
+	PathLeases    = "/api/v1/agent/leases"
+	PathReport    = "/api/v1/agent/reports"
+	PathLogs      = "/api/v1/agent/logs"
+)
+
+// Error codes the server answers with besides the generic ones.
+const (
+	// CodeStaleAttempt: the report names an attempt that is no longer current
+	// (the job was rescheduled or ended); the agent must stop that attempt.
+	CodeStaleAttempt = "stale_attempt"
+	// CodeLogOffset: a log chunk starts past the end the server has; the body's
+	// next_offset says where to resume.
+	CodeLogOffset = "log_offset"
+	// CodeUnauthorized: the credential or join token is wrong, expired or revoked.
+	CodeUnauthorized = "unauthorized"
+)
+
+// Runtimes a node may run jobs with.
+const (
+	RuntimeProcess = "process"
+	RuntimeDocker  = "docker"
+	RuntimePodman  = "podman"
+)
+
+// Stop reasons.
+const (
+	StopCancel  = "cancel"
+	StopPreempt = "preempt"
+	StopDrain   = "drain"
+	// StopReplica: another replica of the same gang attempt failed or was lost.
+	StopReplica = "replica"
+)
+
+// Report events.
+const (
+	EventStarted = "started"
+	EventExited  = "exited"
+)
+
+// Log streams.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// MaxLogChunk bounds the data of one log chunk (bytes).
+const MaxLogChunk = 256 << 10
+
+// JoinRequest registers a node with a join token.
+type JoinRequest struct {
+	JoinToken    string        `json:"join_token"`
+	Name         string        `json:"name"`
+	AgentVersion string        `json:"agent_version"`
+	Runtime      string        `json:"runtime"`
+	CPUMilli     int64         `json:"cpu_milli"`
+	MemoryMiB    int64         `json:"memory_mib"`
+	ScratchMiB   int64         `json:"scratch_mib"`
+	Inventory    gpu.Inventory `json:"inventory"`
+}
+
+// JoinResponse carries the node credential, shown once; the server keeps only its hash.
+type JoinResponse struct {
+	NodeID     int64  `json:"node_id"`
+	Name       string `json:"name"`
+	Credential string `json:"credential"`
+	Timing
+}
+
+// Timing is what the server wants from the agent's clocks.
+type Timing struct {
+	HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms"`
+	// NodeTimeoutMS is how long the server waits for a heartbeat before it
+	// declares the node lost and requeues its jobs; the agent stops its own jobs
+	// before then when it cannot reach the server (self-fencing).
+	NodeTimeoutMS int64 `json:"node_timeout_ms"`
+	// KillGraceMS is how long a stopped job has between SIGTERM and SIGKILL.
+	KillGraceMS int64 `json:"kill_grace_ms"`
+}
+
+// HeartbeatRequest says the node is alive, with its telemetry.
+type HeartbeatRequest struct {
+	Sample *gpu.Sample `json:"sample,omitempty"`
+	// Inventory is sent when it changed since the last heartbeat (a MIG change).
+	Inventory *gpu.Inventory `json:"inventory,omitempty"`
+}
+
+// HeartbeatResponse tells the agent its node's state.
+type HeartbeatResponse struct {
+	NodeState       string `json:"node_state"`
+	NodeStateReason string `json:"node_state_reason,omitempty"`
+	Timing
+}
+
+// AttemptRef names one replica of one attempt of a job.
+type AttemptRef struct {
+	JobID   int64 `json:"job_id"`
+	Attempt int   `json:"attempt"`
+	Replica int   `json:"replica"`
+}
+
+// String is "job 7 attempt 2 replica 0".
+func (a AttemptRef) String() string {
+	return fmt.Sprintf("job %d attempt %d replica %d", a.JobID, a.Attempt, a.Replica)
+}
+
+// Leases is every allocation the server wants on the node now.
+type Leases struct {
+	// Version changes whenever the set changes; the agent sends it back so that a
+	// poll waits until there is something new.
+	Version     string  `json:"version"`
+	Allocations []Lease `json:"allocations"`
+}
+
+// Lease is one allocation: what to run, where, and whether to stop it.
+type Lease struct {
+	AttemptRef
+	JobName    string            `json:"job_name"`
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+	Image      string            `json:"image,omitempty"`
+	Devices    []Device          `json:"devices,omitempty"`
+	CPUMilli   int64             `json:"cpu_milli"`
+	MemoryMiB  int64             `json:"memory_mib"`
+	ScratchMiB int64             `json:"scratch_mib"`
+	// Started is set once the server knows the attempt started, so that an agent
+	// never starts it a second time.
+	Started bool `json:"started,omitempty"`
+	// Stop is set when the server wants the attempt stopped.
+	Stop *Stop `json:"stop,omitempty"`
+}
+
+// Device is a GPU (or MIG instance) given to an allocation, with the share of it.
+type Device struct {
+	UUID       string `json:"uuid"`
+	Milli      int64  `json:"milli"`
+	MIGProfile string `json:"mig_profile,omitempty"`
+}
+
+// Stop asks for an attempt to end: a checkpoint request and GraceMS to save
+// one (unless the reason is cancel), then SIGTERM, then SIGKILL.
+type Stop struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+	GraceMS int64  `json:"grace_ms"`
+}
+
+// Report tells the server that an attempt started or ended.
+type Report struct {
+	AttemptRef
+	Event string `json:"event"`
+	// ExitCode of an exited attempt: the command's status, or -1 when it was
+	// killed by a signal or its supervisor vanished (Message says which).
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// LogChunk is a piece of one output stream of an attempt, at a byte offset.
+type LogChunk struct {
+	AttemptRef
+	Stream string `json:"stream"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+}
+
+// LogAck says how much of the stream the server holds: the next offset to send.
+type LogAck struct {
+	NextOffset int64 `json:"next_offset"`
+}
+
+// ErrorBody is the server's error answer: {"error": {"code", "message", "field"}}.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Field   string `json:"field,omitempty"`
+	} `json:"error"`
+	// NextOffset accompanies CodeLogOffset.
+	NextOffset *int64 `json:"next_offset,omitempty"`
+}
+
+// MaxNameLen bounds a node name.
+const MaxNameLen = 63
+
+// Validate refuses a join request that cannot register a node.
+func (r *JoinRequest) Validate() error {
+	if r.JoinToken == "" {
+		return models.Invalid("join_token", "is required: create one with `gantry join-token create`")
+	}
+	if err := ValidNodeName(r.Name); err != nil {
+		return &models.FieldError{Field: "name", Message: err.Error()}
+	}
+	switch r.Runtime {
+	case RuntimeProcess, RuntimeDocker, RuntimePodman:
+	default:
+		return models.Invalid("runtime", "%q is not a runtime: want process, docker or podman", r.Runtime)
+	}
+	if r.CPUMilli < 0 || r.MemoryMiB < 0 || r.ScratchMiB < 0 {
+		return models.Invalid("cpu_milli", "resources cannot be negative")
+	}
+	return validInventory("inventory", r.Inventory)
+}
+
+// ValidNodeName checks a node name: 1-63 of a-z, 0-9, '-', '.', '_', starting with a letter or digit.
+func ValidNodeName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%q must be 1 to %d characters", name, MaxNameLen)
+	}
+	for i, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || i > 0 && (c == '-' || c == '.' || c == '_')
+		if !ok {
+			return fmt.Errorf("%q may hold only letters, digits, '-', '.' and '_', and must start with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+func validInventory(field string, inv gpu.Inventory) error {
+	seen := map[string]bool{}
+	for i, d := range inv.Devices {
+		f := fmt.Sprintf("%s.devices[%d]", field, i)
+		if d.UUID == "" || len(d.UUID) > 128 || !utf8.ValidString(d.UUID) {
+			return models.Invalid(f+".uuid", "is required (at most 128 characters)")
+		}
+		if seen[d.UUID] {
+			return models.Invalid(f+".uuid", "%s appears twice", d.UUID)
+		}
+		seen[d.UUID] = true
+		if d.MemoryMiB < 0 {
+			return models.Invalid(f+".memory_mib", "cannot be negative")
+		}
+		if d.Index < 0 {
+			return models.Invalid(f+".index", "cannot be negative")
+		}
+		for j, m := range d.MIGInstances {
+			if m.UUID == "" || seen[m.UUID] {
+				return models.Invalid(fmt.Sprintf("%s.mig_instances[%d].uuid", f, j), "is required and must be unique")
+			}
+			seen[m.UUID] = true
+		}
+	}
+	return nil
+}
+
+// Validate refuses a heartbeat that cannot be recorded.
+func (r *HeartbeatRequest) Validate() error {
+	if r.Inventory != nil {
+		if err := validInventory("inventory", *r.Inventory); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a AttemptRef) validate() error {
+	switch {
+	case a.JobID <= 0:
+		return models.Invalid("job_id", "must be a positive job id")
+	case a.Attempt <= 0:
+		return models.Invalid("attempt", "must be a positive attempt number")
+	case a.Replica < 0:
+		return models.Invalid("replica", "cannot be negative")
+	}
+	return nil
+}
+
+// Validate refuses a report that cannot be applied.
+func (r *Report) Validate() error {
+	if err := r.AttemptRef.validate(); err != nil {
+		return err
+	}
+	switch r.Event {
+	case EventStarted:
+		if r.ExitCode != nil {
+			return models.Invalid("exit_code", "is only for an exited event")
+		}
+	case EventExited:
+		if r.ExitCode == nil {
+			return models.Invalid("exit_code", "is required for an exited event")
+		}
+		if *r.ExitCode < -1 || *r.ExitCode > 255 {
+			return models.Invalid("exit_code", "%d is not an exit status: want -1 to 255", *r.ExitCode)
+		}
+	default:
+		return models.Invalid("event", "%q is not an event: want started or exited", r.Event)
+	}
+	if len(r.Message) > 4096 || !utf8.ValidString(r.Message) {
+		return models.Invalid("message", "must be UTF-8 text of at most 4096 bytes")
+	}
+	if len(r.Signal) > 32 || strings.ContainsAny(r.Signal, "\n\r") {
+		return models.Invalid("signal", "must be a signal name")
+	}
+	return nil
+}
+
+// Validate refuses a log chunk that cannot be stored.
+func (c *LogChunk) Validate() error {
+	if err := c.AttemptRef.validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Stream != StreamStdout && c.Stream != StreamStderr:
+		return models.Invalid("stream", "%q is not a stream: want stdout or stderr", c.Stream)
+	case c.Offset < 0:
+		return models.Invalid("offset", "cannot be negative")
+	case len(c.Data) == 0:
+		return models.Invalid("data", "is empty")
+	case len(c.Data) > MaxLogChunk:
+		return models.Invalid("data", "holds %d bytes; at most %d per chunk", len(c.Data), MaxLogChunk)
+	}
+	return nil
+}

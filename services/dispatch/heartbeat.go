@@ -1,0 +1,83 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Authenticate returns the node whose agent holds credential.
+func (s *Service) Authenticate(ctx context.Context, credential string) (*models.Node, error) {
+	if credential == "" {
+		return nil, fmt.Errorf("%w: no node credential", ErrUnauthorized)
+	}
+	n, err := s.store.NodeByCredentialHash(ctx, hashSecret(credential))
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w: unknown or revoked node credential", ErrUnauthorized)
+		s.auditRefusal(ctx, "agent.refused", "", err)
+	}
+	return n, err
+}
+
+// auditRefusal records a refused agent; a failure to record is logged, since the
+// refusal stands either way.
+func (s *Service) auditRefusal(ctx context.Context, action, node string, why error) {
+	err := s.audit.Append(ctx, audit.Entry{Action: action, ObjectType: "node", ObjectID: node, Detail: map[string]string{"reason": why.Error()}})
+	if err != nil {
+		s.log.Error("cannot audit a refused agent", "err", err)
+	}
+}
+
+// Heartbeat records that node is alive. A lost node that speaks again becomes
+// ready; its earlier allocations ended when it was lost, and its lease poll no
+// longer lists them, so the agent stops those stale attempts.
+func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi.HeartbeatRequest) (agentapi.HeartbeatResponse, error) {
+	if err := req.Validate(); err != nil {
+		return agentapi.HeartbeatResponse{}, err
+	}
+	ctx = asNode(ctx, node.Name)
+	now := s.now().UTC()
+	resumed := false
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.RecordHeartbeat(ctx, node.ID, now); err != nil {
+			return err
+		}
+		if node.State == models.NodeLost {
+			err := tx.SetNodeState(ctx, node.ID, []string{models.NodeLost}, models.NodeReady, "heartbeats resumed after the node was lost")
+			if err != nil && !errors.Is(err, store.ErrStale) {
+				return err
+			}
+			node.State, node.StateReason = models.NodeReady, "heartbeats resumed after the node was lost"
+			resumed = true
+			if err := s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.recovered", ObjectType: "node", ObjectID: node.Name}); err != nil {
+				return err
+			}
+		}
+		if req.Inventory == nil {
+			return nil
+		}
+		devs, err := nodeDevices(*req.Inventory)
+		if err != nil {
+			return err
+		}
+		node.DriverVersion, node.CUDAVersion = req.Inventory.DriverVersion, req.Inventory.CUDAVersion
+		node.LastHeartbeatAt = &now
+		if err := tx.SaveNode(ctx, node); err != nil {
+			return err
+		}
+		return tx.ReplaceNodeDevices(ctx, node.ID, devs)
+	})
+	if err != nil {
+		return agentapi.HeartbeatResponse{}, fmt.Errorf("heartbeat of node %s: %w", node.Name, err)
+	}
+	if resumed {
+		s.log.Info("lost node is back", "node", node.Name)
+		s.Kick()
+	}
+	return agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing()}, nil
+}

@@ -1,0 +1,99 @@
+package dispatch_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+func TestJoinAuthenticateAndRevoke(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		n := e.join("gpu-1", "2xA100-80GB")
+		if n.State != models.NodeReady || !n.Simulated || n.CPUMilli != 8000 || n.CredentialHash == n.credential {
+			t.Fatalf("joined node = %+v", n.Node)
+		}
+		devs, _ := st.DevicesOfNode(e.ctx, n.ID)
+		if len(devs) != 2 || devs[0].Model != "A100-80GB" || devs[1].NVLinkPeers != "[0]" {
+			t.Fatalf("devices = %+v", devs)
+		}
+		for _, bad := range []string{"", "gnc_wrong", n.credential + "x"} {
+			if _, err := e.svc.Authenticate(e.ctx, bad); !errors.Is(err, dispatch.ErrUnauthorized) {
+				t.Errorf("credential %q: %v, want ErrUnauthorized", bad, err)
+			}
+		}
+
+		token, _, err := dispatch.CreateJoinToken(e.ctx, st, e.audit, e.clock.now(), dispatch.JoinTokenSpec{Name: "once", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := agentapi.JoinRequest{JoinToken: token, Name: "gpu-2", Runtime: agentapi.RuntimeProcess}
+		if _, err := e.svc.Join(e.ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		req.Name = "gpu-3"
+		if _, err := e.svc.Join(e.ctx, req); !errors.Is(err, dispatch.ErrUnauthorized) {
+			t.Fatalf("second join with a single-use token: %v, want ErrUnauthorized", err)
+		}
+		expiring, _, _ := dispatch.CreateJoinToken(e.ctx, st, e.audit, e.clock.now(), dispatch.JoinTokenSpec{Name: "short", TTL: time.Minute, Reusable: true})
+		e.clock.advance(2 * time.Minute)
+		req.JoinToken = expiring
+		if _, err := e.svc.Join(e.ctx, req); !errors.Is(err, dispatch.ErrUnauthorized) {
+			t.Fatalf("join with an expired token: %v, want ErrUnauthorized", err)
+		}
+		if _, err := st.NodeByName(e.ctx, "gpu-3"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused join must register nothing: %v", err)
+		}
+		req.JoinToken, req.Runtime = "whatever", "lxc"
+		var fe *models.FieldError
+		if _, err := e.svc.Join(e.ctx, req); !errors.As(err, &fe) || fe.Field != "runtime" {
+			t.Fatalf("join with a bad runtime: %v, want a FieldError on runtime", err)
+		}
+
+		if err := dispatch.RevokeNodeCredential(e.ctx, st, e.audit, "gpu-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Authenticate(e.ctx, n.credential); !errors.Is(err, dispatch.ErrUnauthorized) {
+			t.Fatalf("revoked credential: %v, want ErrUnauthorized", err)
+		}
+		actions := e.auditActions()
+		for _, want := range []string{"join_token.created", "node.joined", "agent.refused", "node.join_refused", "node.credential_revoked"} {
+			if !slices.Contains(actions, want) {
+				t.Errorf("audit log lacks %s: %v", want, actions)
+			}
+		}
+	})
+}
+
+// A node that joins again (its data dir was lost) gets a new credential; the old
+// one is refused, and what ran under it ends as lost.
+func TestRejoinEndsTheOldRegistration(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		old := e.join("gpu-1", "1xL4-24GB")
+		j := e.submit("train", 1, func(j *models.Job) { j.MaxRetries = 1 })
+		e.svc.Tick(e.ctx)
+		e.mustReport(old, agentapi.AttemptRef{JobID: j.ID, Attempt: 1}, agentapi.EventStarted, nil)
+		again := e.join("gpu-1", "1xL4-24GB")
+		if again.ID != old.ID {
+			t.Fatalf("rejoin made a new node %d, want %d", again.ID, old.ID)
+		}
+		if _, err := e.svc.Authenticate(e.ctx, old.credential); !errors.Is(err, dispatch.ErrUnauthorized) {
+			t.Fatalf("old credential after rejoin: %v", err)
+		}
+		got := e.wantState(j.ID, models.JobQueued)
+		if got.Retries != 1 || got.StateReason != "node-rejoined" {
+			t.Fatalf("job after rejoin = retries %d reason %q", got.Retries, got.StateReason)
+		}
+		if !slices.Contains(e.auditActions(), "node.rejoined") {
+			t.Error("rejoin not audited")
+		}
+	})
+}

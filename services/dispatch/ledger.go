@@ -1,0 +1,75 @@
+package dispatch
+
+import (
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// ledger is the free capacity of a snapshot, debited as placements are applied,
+// so that a faulty plan can never put two jobs on the same share of a node.
+type ledger struct {
+	nodes map[int64]*NodeCapacity
+	gpus  map[int64]map[string]*GPUCapacity
+}
+
+func newLedger(snap Snapshot) *ledger {
+	l := &ledger{nodes: map[int64]*NodeCapacity{}, gpus: map[int64]map[string]*GPUCapacity{}}
+	for i := range snap.Nodes {
+		n := snap.Nodes[i]
+		n.GPUs = append([]GPUCapacity(nil), n.GPUs...)
+		l.nodes[n.ID] = &n
+		l.gpus[n.ID] = map[string]*GPUCapacity{}
+		for j := range n.GPUs {
+			l.gpus[n.ID][n.GPUs[j].UUID] = &n.GPUs[j]
+		}
+	}
+	return l
+}
+
+// take debits p if it fits in full, and changes nothing otherwise.
+func (l *ledger) take(job *models.Job, p Placement) error {
+	replicas := max(job.Replicas, 1)
+	if len(p.Replicas) != replicas {
+		return fmt.Errorf("job %d wants %d replicas, the plan has %d", job.ID, replicas, len(p.Replicas))
+	}
+	cpu := map[int64]int64{}
+	mem := map[int64]int64{}
+	scratch := map[int64]int64{}
+	milli := map[*GPUCapacity]int64{}
+	for _, r := range p.Replicas {
+		n, ok := l.nodes[r.NodeID]
+		if !ok {
+			return fmt.Errorf("node %d takes no new work", r.NodeID)
+		}
+		cpu[n.ID] += job.CPUMilli
+		mem[n.ID] += job.MemoryMiB
+		scratch[n.ID] += job.ScratchMiB
+		if cpu[n.ID] > n.FreeCPUMilli || mem[n.ID] > n.FreeMemoryMiB || scratch[n.ID] > n.FreeScratchMiB {
+			return fmt.Errorf("node %s lacks CPU, memory or scratch", n.Name)
+		}
+		for _, d := range r.GPUs {
+			g, ok := l.gpus[n.ID][d.UUID]
+			if !ok || !g.Healthy {
+				return fmt.Errorf("GPU %s is not a healthy GPU of node %s", d.UUID, n.Name)
+			}
+			if d.Milli <= 0 || d.Milli > 1000 {
+				return fmt.Errorf("GPU %s: share %d is not 1-1000 milli-GPUs", d.UUID, d.Milli)
+			}
+			milli[g] += d.Milli
+			if milli[g] > g.FreeMilli {
+				return fmt.Errorf("GPU %s of node %s has %d milli-GPUs free", d.UUID, n.Name, g.FreeMilli)
+			}
+		}
+	}
+	for id, c := range cpu {
+		n := l.nodes[id]
+		n.FreeCPUMilli -= c
+		n.FreeMemoryMiB -= mem[id]
+		n.FreeScratchMiB -= scratch[id]
+	}
+	for g, m := range milli {
+		g.FreeMilli -= m
+	}
+	return nil
+}

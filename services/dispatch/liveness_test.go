@@ -1,0 +1,188 @@
+package dispatch_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// A node silent past the timeout is lost: its job moves to another node under a
+// new attempt, and when the lost node speaks again its old attempt is refused and
+// no longer leased, so its agent stops it.
+func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		a := e.join("gpu-a", "1xL4-24GB")
+		j := e.submit("train", 1, func(j *models.Job) { j.MaxRetries = 1 })
+		e.svc.Tick(e.ctx)
+		old := agentapi.AttemptRef{JobID: j.ID, Attempt: 1}
+		e.mustReport(a, old, agentapi.EventStarted, nil)
+		b := e.join("gpu-b", "1xL4-24GB")
+
+		e.clock.advance(20 * time.Second)
+		e.heartbeat(b)
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobRunning) // 20 s of silence is within the timeout
+
+		e.clock.advance(15 * time.Second)
+		e.heartbeat(b)
+		e.svc.Tick(e.ctx)
+		lost, _ := st.NodeByID(e.ctx, a.ID)
+		if lost.State != models.NodeLost || !strings.Contains(lost.StateReason, "sent no heartbeat for 35s") {
+			t.Fatalf("silent node = %s (%s)", lost.State, lost.StateReason)
+		}
+		got := e.wantState(j.ID, models.JobScheduled)
+		if got.Attempt != 2 || got.Retries != 1 {
+			t.Fatalf("requeued job = attempt %d retries %d", got.Attempt, got.Retries)
+		}
+		evs, _ := st.JobEvents(e.ctx, j.ID)
+		requeue := evs[len(evs)-2]
+		if requeue.ToState != models.JobQueued || requeue.Reason != "node-lost" || !strings.Contains(requeue.Message, "attempt 1 lost its node (node gpu-a sent no heartbeat for 35s); retry 1 of 1") {
+			t.Fatalf("requeue event = %+v", requeue)
+		}
+		if l := e.leases(b).Allocations; len(l) != 1 || l[0].Attempt != 2 {
+			t.Fatalf("leases of the healthy node = %+v", l)
+		}
+
+		// The lost node comes back.
+		if res := e.heartbeat(a); res.NodeState != models.NodeReady {
+			t.Fatalf("returning node is %s", res.NodeState)
+		}
+		if l := e.leases(a).Allocations; len(l) != 0 {
+			t.Fatalf("the returning node still leases its old attempt: %+v", l)
+		}
+		if err := e.report(a, old, agentapi.EventExited, code(0)); !errors.Is(err, dispatch.ErrStaleAttempt) {
+			t.Fatalf("exit of the stale attempt: %v, want ErrStaleAttempt", err)
+		}
+		e.wantState(j.ID, models.JobScheduled)
+		actions := e.auditActions()
+		if !slices.Contains(actions, "node.lost") || !slices.Contains(actions, "node.recovered") {
+			t.Errorf("audit log = %v", actions)
+		}
+	})
+}
+
+// Without retries a job whose node is lost fails, with the reason.
+func TestLostNodeFailsJobWithoutRetries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		a := e.join("gpu-a", "1xL4-24GB")
+		j := e.submit("train", 1)
+		e.svc.Tick(e.ctx)
+		e.mustReport(a, agentapi.AttemptRef{JobID: j.ID, Attempt: 1}, agentapi.EventStarted, nil)
+		e.clock.advance(31 * time.Second)
+		e.svc.Tick(e.ctx)
+		got := e.wantState(j.ID, models.JobFailed)
+		if got.StateReason != "node-lost" || got.ExitCode != nil {
+			t.Fatalf("failed job = reason %q exit %v", got.StateReason, got.ExitCode)
+		}
+	})
+}
+
+// A restarted server gives agents one timeout to reconnect before judging them:
+// they could not heartbeat while it was down.
+func TestRestartedServerWaitsBeforeLosingNodes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		a := e.join("gpu-a", "1xL4-24GB")
+		j := e.submit("train", 1)
+		e.svc.Tick(e.ctx)
+		e.mustReport(a, agentapi.AttemptRef{JobID: j.ID, Attempt: 1}, agentapi.EventStarted, nil)
+
+		e.clock.advance(2 * time.Minute) // the server was down for two minutes
+		e.svc = e.restart(firstFit{})
+		e.svc.Tick(e.ctx)
+		if n, _ := st.NodeByID(e.ctx, a.ID); n.State != models.NodeReady {
+			t.Fatalf("node judged %s right after the restart", n.State)
+		}
+		e.clock.advance(10 * time.Second)
+		e.heartbeat(a)
+		e.clock.advance(25 * time.Second)
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobRunning)
+		if l := e.leases(a).Allocations; len(l) != 1 || !l[0].Started {
+			t.Fatalf("leases after the restart = %+v", l)
+		}
+		e.clock.advance(31 * time.Second)
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobFailed)
+	})
+}
+
+// A gang starts as one: running once every replica runs; when one replica fails
+// the others are stopped and the job fails.
+func TestGangFailsAsOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, firstFit{})
+		a := e.join("gpu-a", "1xL4-24GB")
+		b := e.join("gpu-b", "1xL4-24GB")
+		j := e.submit("ddp", 1, func(j *models.Job) { j.Replicas = 2 })
+		e.svc.Tick(e.ctx)
+		nodes := map[int]node{}
+		for _, n := range []node{a, b} {
+			for _, l := range e.leases(n).Allocations {
+				nodes[l.Replica] = n
+			}
+		}
+		if len(nodes) != 2 || nodes[0].ID == nodes[1].ID {
+			t.Fatalf("replicas not on two nodes: %v", nodes)
+		}
+		r0 := agentapi.AttemptRef{JobID: j.ID, Attempt: 1, Replica: 0}
+		r1 := agentapi.AttemptRef{JobID: j.ID, Attempt: 1, Replica: 1}
+		e.mustReport(nodes[0], r0, agentapi.EventStarted, nil)
+		e.wantState(j.ID, models.JobScheduled)
+		e.mustReport(nodes[1], r1, agentapi.EventStarted, nil)
+		e.wantState(j.ID, models.JobRunning)
+
+		e.mustReport(nodes[0], r0, agentapi.EventExited, code(1))
+		e.wantState(j.ID, models.JobRunning)
+		l := e.leases(nodes[1]).Allocations
+		if len(l) != 1 || l[0].Stop == nil || l[0].Stop.Reason != agentapi.StopReplica {
+			t.Fatalf("surviving replica's lease = %+v", l)
+		}
+		e.mustReport(nodes[1], r1, agentapi.EventExited, code(-1))
+		got := e.wantState(j.ID, models.JobFailed)
+		if got.ExitCode == nil || *got.ExitCode != 1 {
+			t.Fatalf("gang exit code = %v, want the failed replica's 1", got.ExitCode)
+		}
+	})
+}
+
+// badScheduler puts every queued job on the first GPU of the first node.
+type badScheduler struct{}
+
+func (badScheduler) Plan(s dispatch.Snapshot) dispatch.Plan {
+	var p dispatch.Plan
+	for _, j := range s.Queue {
+		p.Placements = append(p.Placements, dispatch.Placement{JobID: j.ID, Replicas: []dispatch.ReplicaPlacement{
+			{NodeID: s.Nodes[0].ID, GPUs: []agentapi.Device{{UUID: s.Nodes[0].GPUs[0].UUID, Milli: 1000}}},
+		}})
+	}
+	return p
+}
+
+// A plan that overcommits is refused for the jobs that do not fit.
+func TestOvercommittingPlanIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, badScheduler{})
+		n := e.join("gpu-1", "1xL4-24GB")
+		first := e.submit("one", 1)
+		second := e.submit("two", 1)
+		e.svc.Tick(e.ctx)
+		e.wantState(first.ID, models.JobScheduled)
+		e.wantState(second.ID, models.JobQueued)
+		e.svc.Tick(e.ctx)
+		e.wantState(second.ID, models.JobQueued)
+		if l := e.leases(n).Allocations; len(l) != 1 {
+			t.Fatalf("leases = %+v", l)
+		}
+	})
+}

@@ -1,0 +1,32 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+)
+
+// Run loops until ctx ends: mark silent nodes lost, then schedule. It runs every
+// TickInterval and as soon as Kick is called.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		s.Tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// Tick runs one pass of the loop; errors are logged and retried on the next pass.
+func (s *Service) Tick(ctx context.Context) {
+	if _, err := s.markLostNodes(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("liveness check failed", "err", err)
+	}
+	if _, err := s.schedule(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("scheduling pass failed", "err", err)
+	}
+}

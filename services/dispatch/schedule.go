@@ -1,0 +1,256 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Scheduler decides where queued jobs run. It must be pure: it reads only the
+// snapshot, so that the plan can be checked and replayed.
+type Scheduler interface {
+	Plan(Snapshot) Plan
+}
+
+// Snapshot is the cluster as the scheduler sees it: the queue, and the free
+// capacity of every node that takes new work.
+type Snapshot struct {
+	Now   time.Time
+	Queue []models.Job // queued jobs, oldest first
+	Nodes []NodeCapacity
+}
+
+// NodeCapacity is what a ready node has free.
+type NodeCapacity struct {
+	ID             int64
+	Name           string
+	FreeCPUMilli   int64
+	FreeMemoryMiB  int64
+	FreeScratchMiB int64
+	GPUs           []GPUCapacity
+}
+
+// GPUCapacity is one GPU of a node and the share of it that is free.
+type GPUCapacity struct {
+	UUID      string
+	Index     int
+	Model     string
+	MemoryMiB int64
+	FreeMilli int64 // 1000 when no allocation uses it
+	Healthy   bool
+}
+
+// Plan is the scheduler's answer.
+type Plan struct {
+	Placements []Placement
+	// Waiting says, for jobs left in the queue, why they wait, in words.
+	Waiting map[int64]string
+}
+
+// Placement puts every replica of a job on a node.
+type Placement struct {
+	JobID    int64
+	Replicas []ReplicaPlacement
+}
+
+// ReplicaPlacement is one replica's node and GPU shares.
+type ReplicaPlacement struct {
+	NodeID int64
+	GPUs   []agentapi.Device
+}
+
+// queueLimit bounds how much of the queue one pass considers.
+const queueLimit = 1000
+
+// snapshot reads the queue and the free capacity of the ready nodes.
+func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
+	snap := Snapshot{Now: s.now().UTC()}
+	var err error
+	if snap.Queue, err = s.store.QueuedJobs(ctx, queueLimit); err != nil || len(snap.Queue) == 0 {
+		return snap, err
+	}
+	nodes, err := s.store.NodesInStates(ctx, []string{models.NodeReady})
+	if err != nil {
+		return snap, err
+	}
+	ids := make([]int64, len(nodes))
+	byID := make(map[int64]*NodeCapacity, len(nodes))
+	snap.Nodes = make([]NodeCapacity, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+		snap.Nodes[i] = NodeCapacity{ID: n.ID, Name: n.Name, FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB}
+		byID[n.ID] = &snap.Nodes[i]
+	}
+	devs, err := s.store.DevicesOfNodes(ctx, ids)
+	if err != nil {
+		return snap, err
+	}
+	gpuAt := map[string]*GPUCapacity{}
+	for _, d := range devs {
+		n := byID[d.NodeID]
+		n.GPUs = append(n.GPUs, GPUCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemoryMiB: d.MemoryMiB, FreeMilli: 1000, Healthy: d.Healthy})
+	}
+	for i := range snap.Nodes {
+		for j := range snap.Nodes[i].GPUs {
+			g := &snap.Nodes[i].GPUs[j]
+			gpuAt[g.UUID] = g
+		}
+	}
+	allocs, err := s.store.ActiveAllocations(ctx, 0)
+	if err != nil {
+		return snap, err
+	}
+	for _, a := range allocs {
+		n, ok := byID[a.NodeID]
+		if !ok {
+			continue
+		}
+		n.FreeCPUMilli -= a.CPUMilli
+		n.FreeMemoryMiB -= a.MemoryMiB
+		n.FreeScratchMiB -= a.ScratchMiB
+		shares, err := devicesOf(a)
+		if err != nil {
+			return snap, err
+		}
+		for _, sh := range shares {
+			if g, ok := gpuAt[sh.UUID]; ok {
+				g.FreeMilli -= sh.Milli
+			}
+		}
+	}
+	return snap, nil
+}
+
+func devicesOf(a models.Allocation) ([]agentapi.Device, error) {
+	var out []agentapi.Device
+	if a.Devices == "" {
+		return nil, nil
+	}
+	if err := json.Unmarshal([]byte(a.Devices), &out); err != nil {
+		return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
+	}
+	return out, nil
+}
+
+// schedule runs one scheduling pass: snapshot, plan, apply in one transaction.
+// It returns how many jobs it placed.
+func (s *Service) schedule(ctx context.Context) (int, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot: %w", err)
+	}
+	if len(snap.Queue) == 0 {
+		return 0, nil
+	}
+	plan := s.sched.Plan(snap)
+	placed, touched, err := s.apply(ctx, snap, plan)
+	if err != nil {
+		return 0, fmt.Errorf("apply plan: %w", err)
+	}
+	s.nodes.notify(touched...)
+	return placed, nil
+}
+
+// apply writes the plan in one transaction: for every placement a new attempt with
+// its allocations, and for waiting jobs their reason. A placement that does not fit
+// what the snapshot says is free is refused and logged, never applied.
+func (s *Service) apply(ctx context.Context, snap Snapshot, plan Plan) (int, []int64, error) {
+	free := newLedger(snap)
+	queued := make(map[int64]*models.Job, len(snap.Queue))
+	for i := range snap.Queue {
+		queued[snap.Queue[i].ID] = &snap.Queue[i]
+	}
+	names := make(map[int64]string, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		names[n.ID] = n.Name
+	}
+	placed := 0
+	var touched []int64
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		for _, p := range plan.Placements {
+			job, ok := queued[p.JobID]
+			if !ok {
+				s.log.Error("scheduler placed a job that is not queued", "job", p.JobID)
+				continue
+			}
+			if err := free.take(job, p); err != nil {
+				s.log.Error("scheduler placement refused", "job", p.JobID, "err", err)
+				continue
+			}
+			delete(queued, p.JobID)
+			nodes, err := s.place(ctx, tx, job, p, names)
+			if err != nil {
+				return err
+			}
+			touched = append(touched, nodes...)
+			placed++
+		}
+		for id, reason := range plan.Waiting {
+			if j, ok := queued[id]; ok && j.PendingReason != reason {
+				if err := tx.SetPendingReason(ctx, id, reason); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return placed, touched, nil
+}
+
+// place starts the job's next attempt with an allocation per replica.
+func (s *Service) place(ctx context.Context, tx *store.Store, job *models.Job, p Placement, names map[int64]string) ([]int64, error) {
+	attempt := job.Attempt + 1
+	allocs := make([]models.Allocation, len(p.Replicas))
+	var where []string
+	var nodes []int64
+	for i, r := range p.Replicas {
+		devs, err := json.Marshal(r.GPUs)
+		if err != nil {
+			return nil, err
+		}
+		var milli int64
+		for _, g := range r.GPUs {
+			milli += g.Milli
+		}
+		allocs[i] = models.Allocation{
+			JobID: job.ID, Attempt: attempt, Replica: i, NodeID: r.NodeID, Devices: string(devs), GPUMilli: milli,
+			CPUMilli: job.CPUMilli, MemoryMiB: job.MemoryMiB, ScratchMiB: job.ScratchMiB, State: models.AllocPending,
+		}
+		where = append(where, describePlacement(names[r.NodeID], r.GPUs))
+		nodes = append(nodes, r.NodeID)
+	}
+	err := tx.TransitionJob(ctx, job.ID, store.Transition{
+		From: models.JobQueued, To: models.JobScheduled, Reason: "scheduled", Attempt: attempt, Actor: "scheduler",
+		Message: fmt.Sprintf("attempt %d placed on %s", attempt, strings.Join(where, "; ")),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.CreateAllocations(ctx, allocs); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+func describePlacement(node string, gpus []agentapi.Device) string {
+	if len(gpus) == 0 {
+		return "node " + node + " (no GPU)"
+	}
+	parts := make([]string, len(gpus))
+	for i, g := range gpus {
+		parts[i] = g.UUID
+		if g.Milli < 1000 {
+			parts[i] = fmt.Sprintf("%s (%d/1000)", g.UUID, g.Milli)
+		}
+	}
+	return "node " + node + " GPUs " + strings.Join(parts, ", ")
+}

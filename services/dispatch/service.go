@@ -1,0 +1,147 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Config holds the protocol's timings.
+type Config struct {
+	// NodeTimeout is how long a node may stay silent before it is marked lost.
+	NodeTimeout time.Duration
+	// HeartbeatInterval is how often agents are asked to heartbeat.
+	HeartbeatInterval time.Duration
+	// TickInterval is how often the loop runs when nothing wakes it.
+	TickInterval time.Duration
+	// LeaseRecheck is how often a waiting lease poll rereads the database, for
+	// changes made by another server replica that cannot wake it directly.
+	LeaseRecheck time.Duration
+	// KillGrace is how long an agent waits between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+}
+
+// DefaultConfig is what `gantry serve` uses unless told otherwise.
+func DefaultConfig() Config {
+	return Config{
+		NodeTimeout:       30 * time.Second,
+		HeartbeatInterval: 5 * time.Second,
+		TickInterval:      time.Second,
+		LeaseRecheck:      2 * time.Second,
+		KillGrace:         10 * time.Second,
+	}
+}
+
+// Validate refuses timings that cannot work together.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeTimeout <= 0 || c.HeartbeatInterval <= 0 || c.TickInterval <= 0 || c.LeaseRecheck <= 0 || c.KillGrace <= 0:
+		return errors.New("dispatch timings must be positive")
+	case c.HeartbeatInterval*2 > c.NodeTimeout:
+		return fmt.Errorf("node timeout %s must be at least twice the heartbeat interval %s, or one late heartbeat loses a node", c.NodeTimeout, c.HeartbeatInterval)
+	}
+	return nil
+}
+
+// Errors callers tell apart with errors.Is.
+var (
+	// ErrUnauthorized: a wrong, expired, used or revoked join token or node credential.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrStaleAttempt: a report or log chunk of an attempt that is no longer current.
+	ErrStaleAttempt = errors.New("stale attempt")
+	// ErrFinished: the job already ended, so it cannot be cancelled.
+	ErrFinished = errors.New("job already finished")
+)
+
+// LogOffsetError says a log chunk starts past what the server holds, and where to resume.
+type LogOffsetError struct{ Next int64 }
+
+func (e *LogOffsetError) Error() string {
+	return fmt.Sprintf("log chunk starts past the stored end %d: resend from there", e.Next)
+}
+
+// Service is the dispatch side of the control plane. It is safe for concurrent use.
+type Service struct {
+	store   *store.Store
+	sched   Scheduler
+	audit   *audit.Log
+	now     func() time.Time
+	log     *slog.Logger
+	cfg     Config
+	started time.Time
+	kick    chan struct{}
+	nodes   *notifier
+}
+
+// New returns the dispatch service over st, placing jobs with sched and recording
+// joins, refusals, lost nodes and cancellations in the audit log.
+func New(st *store.Store, sched Scheduler, auditLog *audit.Log, now func() time.Time, log *slog.Logger, cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("dispatch config: %w", err)
+	}
+	return &Service{
+		store:   st,
+		sched:   sched,
+		audit:   auditLog,
+		now:     now,
+		log:     log,
+		cfg:     cfg,
+		started: now().UTC(),
+		kick:    make(chan struct{}, 1),
+		nodes:   newNotifier(),
+	}, nil
+}
+
+// Kick asks the loop to run soon: a job was submitted or capacity was freed.
+func (s *Service) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notifier wakes the lease polls of a node when its allocations change.
+type notifier struct {
+	mu    sync.Mutex
+	chans map[int64]chan struct{}
+}
+
+func newNotifier() *notifier { return &notifier{chans: map[int64]chan struct{}{}} }
+
+// watch returns a channel closed at the node's next change. Take it before reading
+// the state it guards, so that a change in between is not missed.
+func (n *notifier) watch(nodeID int64) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch, ok := n.chans[nodeID]
+	if !ok {
+		ch = make(chan struct{})
+		n.chans[nodeID] = ch
+	}
+	return ch
+}
+
+func (n *notifier) notify(nodeIDs ...int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, id := range nodeIDs {
+		if ch, ok := n.chans[id]; ok {
+			close(ch)
+			delete(n.chans, id)
+		}
+	}
+}
+
+// asNode returns ctx with the request's actor named as node name.
+func asNode(ctx context.Context, name string) context.Context {
+	a := audit.ActorFrom(ctx)
+	a.Name, a.Type = name, models.ActorNode
+	return audit.WithActor(ctx, a)
+}
