@@ -90,6 +90,19 @@ const (
 	ResolutionHour   = "1h"
 )
 
+// Bits of TelemetrySample.Reported. A GPU in MIG mode reports no utilisation, a board
+// without ECC no ECC counts, a PCIe board no NVLink throughput.
+const (
+	ReportedUtil = 1 << iota
+	ReportedMemory
+	ReportedTemperature
+	ReportedPower
+	ReportedSMClock
+	ReportedNVLink
+	ReportedPCIe
+	ReportedECC
+)
+
 // TelemetrySample is one GPU's measurements at a time (or a roll-up window starting then).
 type TelemetrySample struct {
 	ID         int64
@@ -112,7 +125,8 @@ type TelemetrySample struct {
 	XIDCount   int64 `gorm:"column:xid_count"`
 	// Samples is how many raw readings the row stands for (1 for a raw row).
 	Samples int
-	// Reported is a bitmask of the gauges the device reported (see services/telemetry).
+	// Reported is a bitmask of the gauges the device reported (Reported* bits): a
+	// gauge absent from it was not measured and is not 0.
 	Reported      int
 	MemMinMiB     int64 `gorm:"column:mem_min_mib"`
 	TempMinC      float64

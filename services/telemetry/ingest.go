@@ -10,20 +10,6 @@ import (
 	"github.com/gantry-gpu/gantry/services/gpu"
 )
 
-// Gauge bits of models.TelemetrySample.Reported: which measurements a row holds. A
-// gauge the device did not report (utilisation in MIG mode, ECC on a board without
-// it) is absent from the mask, so it is never read, averaged or exported as 0.
-const (
-	GaugeUtil = 1 << iota
-	GaugeMemory
-	GaugeTemperature
-	GaugePower
-	GaugeSMClock
-	GaugeNVLink
-	GaugePCIe
-	GaugeECC
-)
-
 // NodeSample is the telemetry of one heartbeat of one node.
 type NodeSample struct {
 	NodeID int64
@@ -100,7 +86,7 @@ func (s *Service) rawRows(now time.Time, ns NodeSample) ([]models.TelemetrySampl
 				return nil, models.Invalid(mfield+".memory_used_mib", "is %d: want 0 or more", *m.MemoryUsedMiB)
 			}
 			rows = append(rows, models.TelemetrySample{
-				DeviceUUID: m.UUID, Reported: GaugeMemory,
+				DeviceUUID: m.UUID, Reported: models.ReportedMemory,
 				MemUsedMiB: *m.MemoryUsedMiB, MemMinMiB: *m.MemoryUsedMiB, MemMaxMiB: *m.MemoryUsedMiB,
 			})
 		}
@@ -125,54 +111,54 @@ func deviceRow(field string, d gpu.DeviceSample) (models.TelemetrySample, error)
 		if *v < 0 || *v > 100 {
 			return r, bad("utilization_pct", *v, "0..100")
 		}
-		r.Reported |= GaugeUtil
+		r.Reported |= models.ReportedUtil
 		r.UtilPct, r.UtilMinPct, r.UtilMaxPct = float64(*v), float64(*v), float64(*v)
 	}
 	if v := d.MemoryUsedMiB; v != nil {
 		if *v < 0 {
 			return r, bad("memory_used_mib", *v, "0 or more")
 		}
-		r.Reported |= GaugeMemory
+		r.Reported |= models.ReportedMemory
 		r.MemUsedMiB, r.MemMinMiB, r.MemMaxMiB = *v, *v, *v
 	}
 	if v := d.TemperatureC; v != nil {
 		if *v < -40 || *v > 150 {
 			return r, bad("temperature_c", *v, "-40..150")
 		}
-		r.Reported |= GaugeTemperature
+		r.Reported |= models.ReportedTemperature
 		r.TempC, r.TempMinC, r.TempMaxC = float64(*v), float64(*v), float64(*v)
 	}
 	if v := d.PowerW; v != nil {
 		if math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0 || *v > 10000 {
 			return r, bad("power_w", *v, "a number of watts, 0..10000")
 		}
-		r.Reported |= GaugePower
+		r.Reported |= models.ReportedPower
 		r.PowerW, r.PowerMinW, r.PowerMaxW = *v, *v, *v
 	}
 	if v := d.SMClockMHz; v != nil {
 		if *v < 0 {
 			return r, bad("sm_clock_mhz", *v, "0 or more")
 		}
-		r.Reported |= GaugeSMClock
+		r.Reported |= models.ReportedSMClock
 		r.SMClockMHz, r.SMClockMinMHz, r.SMClockMaxMHz = int64(*v), int64(*v), int64(*v)
 	}
 	if mbps, ok, err := throughput(field, "nvlink", d.NVLinkTxKiBps, d.NVLinkRxKiBps); err != nil {
 		return r, err
 	} else if ok {
-		r.Reported |= GaugeNVLink
+		r.Reported |= models.ReportedNVLink
 		r.NVLinkMBps, r.NVLinkMaxMBps = mbps, mbps
 	}
 	if mbps, ok, err := throughput(field, "pcie", d.PCIeTxKiBps, d.PCIeRxKiBps); err != nil {
 		return r, err
 	} else if ok {
-		r.Reported |= GaugePCIe
+		r.Reported |= models.ReportedPCIe
 		r.PCIeMBps, r.PCIeMaxMBps = mbps, mbps
 	}
 	if v := d.ECCUncorrected; v != nil {
 		if *v < 0 {
 			return r, bad("ecc_uncorrected", *v, "0 or more")
 		}
-		r.Reported |= GaugeECC
+		r.Reported |= models.ReportedECC
 		r.ECCErrors = *v
 	}
 	for _, x := range d.XIDs {

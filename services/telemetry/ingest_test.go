@@ -51,8 +51,8 @@ func TestIngestStoresOneRowPerDeviceAndMIGInstance(t *testing.T) {
 		if r.XIDCount != 1 || r.LastXID != 13 {
 			t.Errorf("xid count %d last %d, want 1 and 13", r.XIDCount, r.LastXID)
 		}
-		all := telemetry.GaugeUtil | telemetry.GaugeMemory | telemetry.GaugeTemperature | telemetry.GaugePower |
-			telemetry.GaugeSMClock | telemetry.GaugeNVLink | telemetry.GaugePCIe | telemetry.GaugeECC
+		all := models.ReportedUtil | models.ReportedMemory | models.ReportedTemperature | models.ReportedPower |
+			models.ReportedSMClock | models.ReportedNVLink | models.ReportedPCIe | models.ReportedECC
 		if r.Reported != all {
 			t.Errorf("reported = %b, want %b", r.Reported, all)
 		}
@@ -61,11 +61,11 @@ func TestIngestStoresOneRowPerDeviceAndMIGInstance(t *testing.T) {
 		if err != nil || len(migGPU) != 1 {
 			t.Fatalf("MIG-mode GPU rows = %+v, %v", migGPU, err)
 		}
-		if migGPU[0].Reported&telemetry.GaugeUtil != 0 || migGPU[0].Reported&telemetry.GaugeNVLink != 0 || migGPU[0].JobID != nil {
+		if migGPU[0].Reported&models.ReportedUtil != 0 || migGPU[0].Reported&models.ReportedNVLink != 0 || migGPU[0].JobID != nil {
 			t.Errorf("a MIG-mode GPU reports no utilisation nor NVLink, and holds no job: %+v", migGPU[0])
 		}
 		mig, err := s.Telemetry(ctx, store.TelemetryFilter{DeviceUUID: inv.Devices[2].MIGInstances[0].UUID, Resolution: models.ResolutionRaw})
-		if err != nil || len(mig) != 1 || mig[0].Reported != telemetry.GaugeMemory || mig[0].MemUsedMiB != *smp.Devices[2].MIG[0].MemoryUsedMiB {
+		if err != nil || len(mig) != 1 || mig[0].Reported != models.ReportedMemory || mig[0].MemUsedMiB != *smp.Devices[2].MIG[0].MemoryUsedMiB {
 			t.Errorf("MIG instance rows = %+v, %v; want its memory alone", mig, err)
 		}
 	})

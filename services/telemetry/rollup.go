@@ -169,13 +169,13 @@ func (a *aggregate) add(t *models.TelemetrySample) {
 		st          *stat
 		avg, lo, hi float64
 	}{
-		{GaugeUtil, &w.util, t.UtilPct, t.UtilMinPct, t.UtilMaxPct},
-		{GaugeMemory, &w.mem, float64(t.MemUsedMiB), float64(t.MemMinMiB), float64(t.MemMaxMiB)},
-		{GaugeTemperature, &w.temp, t.TempC, t.TempMinC, t.TempMaxC},
-		{GaugePower, &w.power, t.PowerW, t.PowerMinW, t.PowerMaxW},
-		{GaugeSMClock, &w.clock, float64(t.SMClockMHz), float64(t.SMClockMinMHz), float64(t.SMClockMaxMHz)},
-		{GaugeNVLink, &w.nvlink, t.NVLinkMBps, t.NVLinkMBps, t.NVLinkMaxMBps},
-		{GaugePCIe, &w.pcie, t.PCIeMBps, t.PCIeMBps, t.PCIeMaxMBps},
+		{models.ReportedUtil, &w.util, t.UtilPct, t.UtilMinPct, t.UtilMaxPct},
+		{models.ReportedMemory, &w.mem, float64(t.MemUsedMiB), float64(t.MemMinMiB), float64(t.MemMaxMiB)},
+		{models.ReportedTemperature, &w.temp, t.TempC, t.TempMinC, t.TempMaxC},
+		{models.ReportedPower, &w.power, t.PowerW, t.PowerMinW, t.PowerMaxW},
+		{models.ReportedSMClock, &w.clock, float64(t.SMClockMHz), float64(t.SMClockMinMHz), float64(t.SMClockMaxMHz)},
+		{models.ReportedNVLink, &w.nvlink, t.NVLinkMBps, t.NVLinkMBps, t.NVLinkMaxMBps},
+		{models.ReportedPCIe, &w.pcie, t.PCIeMBps, t.PCIeMBps, t.PCIeMaxMBps},
 	}
 	for _, g := range gauges {
 		if t.Reported&g.bit != 0 {
@@ -183,7 +183,7 @@ func (a *aggregate) add(t *models.TelemetrySample) {
 		}
 	}
 	// ECC counts are totals since the driver loaded: the window keeps the highest.
-	if t.Reported&GaugeECC != 0 && t.ECCErrors > w.ecc {
+	if t.Reported&models.ReportedECC != 0 && t.ECCErrors > w.ecc {
 		w.ecc = t.ECCErrors
 	}
 	w.xids += t.XIDCount

@@ -109,7 +109,7 @@ func TestRollupHandComputedValues(t *testing.T) {
 		if err != nil || len(mig) != 1 {
 			t.Fatalf("GPU-mig hours = %+v, %v", mig, err)
 		}
-		if h := mig[0]; h.Reported != telemetry.GaugeMemory || h.UtilPct != 0 || h.MemUsedMiB != 833 || h.MemMaxMiB != 1500 || h.Samples != 6 {
+		if h := mig[0]; h.Reported != models.ReportedMemory || h.UtilPct != 0 || h.MemUsedMiB != 833 || h.MemMaxMiB != 1500 || h.Samples != 6 {
 			t.Errorf("GPU-mig hour = %+v; want memory only, mean round(5000/6)=833, max 1500", h)
 		}
 	})

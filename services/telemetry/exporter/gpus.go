@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
-	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // gpuLabels are dcgm-exporter's labels (gpu index, UUID, device node, model, host,
@@ -33,23 +33,23 @@ func newDCGMGauges() []dcgmGauge {
 		return func(r *store.GPUReading, _ int) (float64, bool) { return f(r), true }
 	}
 	return []dcgmGauge{
-		g("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", telemetry.GaugeUtil,
+		g("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", models.ReportedUtil,
 			always(func(r *store.GPUReading) float64 { return r.UtilPct })),
-		g("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", telemetry.GaugeMemory,
+		g("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", models.ReportedMemory,
 			always(func(r *store.GPUReading) float64 { return float64(r.MemUsedMiB) })),
-		g("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", telemetry.GaugeMemory,
+		g("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", models.ReportedMemory,
 			func(r *store.GPUReading, _ int) (float64, bool) {
 				return float64(r.MemoryMiB - r.MemUsedMiB), r.MemoryMiB > 0
 			}),
-		g("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", telemetry.GaugeTemperature,
+		g("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", models.ReportedTemperature,
 			always(func(r *store.GPUReading) float64 { return r.TempC })),
-		g("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", telemetry.GaugePower,
+		g("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", models.ReportedPower,
 			always(func(r *store.GPUReading) float64 { return r.PowerW })),
-		g("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", telemetry.GaugeSMClock,
+		g("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", models.ReportedSMClock,
 			always(func(r *store.GPUReading) float64 { return float64(r.SMClockMHz) })),
-		g("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "NVLink throughput over all links, transmit plus receive (in MB/s).", telemetry.GaugeNVLink,
+		g("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "NVLink throughput over all links, transmit plus receive (in MB/s).", models.ReportedNVLink,
 			always(func(r *store.GPUReading) float64 { return r.NVLinkMBps })),
-		g("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Uncorrectable (double-bit) ECC errors since the driver loaded.", telemetry.GaugeECC,
+		g("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Uncorrectable (double-bit) ECC errors since the driver loaded.", models.ReportedECC,
 			always(func(r *store.GPUReading) float64 { return float64(r.ECCErrors) })),
 		g("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered (0: none in the XID window).", 0,
 			func(r *store.GPUReading, xid int) (float64, bool) { return float64(xid), r.MIGProfile == "" }),
