@@ -11,6 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/static"
 )
@@ -20,6 +23,8 @@ type Config struct {
 	Store   *store.Store
 	Version string
 	Log     *slog.Logger
+	// Dispatch runs jobs on nodes and speaks the agent protocol.
+	Dispatch *dispatch.Service
 }
 
 // NewRouter builds the gin engine with the middleware chain and the route table.
@@ -28,7 +33,10 @@ func NewRouter(cfg Config) http.Handler {
 	r := gin.New()
 	r.ContextWithFallback = true
 	r.Use(requestID(), accessLog(cfg.Log), recovery(cfg.Log), securityHeaders())
-	h := handlers.New(cfg.Store, cfg.Version, cfg.Log)
+	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
+		Dispatch: cfg.Dispatch,
+		Jobs:     jobs.New(cfg.Store, audit.New(cfg.Store, time.Now), cfg.Dispatch),
+	})
 	for _, rt := range routes(h) {
 		r.Handle(rt.method, rt.path, rt.handler)
 	}

@@ -41,6 +41,7 @@ which wins over the config file.`,
 
 	root.AddCommand(
 		newServeCmd(g),
+		newAgentCmd(g),
 		newMigrateCmd(g),
 		newAuditCmd(g),
 		newBenchCmd(),

@@ -9,13 +9,14 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
 func TestJoinAuthenticateAndRevoke(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xA100-80GB")
 		if n.State != models.NodeReady || !n.Simulated || n.CPUMilli != 8000 || n.CredentialHash == n.credential {
 			t.Fatalf("joined node = %+v", n.Node)
@@ -76,7 +77,7 @@ func TestJoinAuthenticateAndRevoke(t *testing.T) {
 // one is refused, and what ran under it ends as lost.
 func TestRejoinEndsTheOldRegistration(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		old := e.join("gpu-1", "1xL4-24GB")
 		j := e.submit("train", 1, func(j *models.Job) { j.MaxRetries = 1 })
 		e.svc.Tick(e.ctx)

@@ -11,13 +11,14 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
 func TestScheduleStartLogsAndSucceed(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xA100-80GB")
 		j := e.submit("train", 2)
 		big := e.submit("too-big", 3)
@@ -116,7 +117,7 @@ func TestScheduleStartLogsAndSucceed(t *testing.T) {
 
 func TestFailureRetriesThenFails(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
 		j := e.submit("flaky", 1, func(j *models.Job) { j.MaxRetries = 1 })
 		for attempt := 1; attempt <= 2; attempt++ {
@@ -147,7 +148,7 @@ func TestFailureRetriesThenFails(t *testing.T) {
 
 func TestStaleReportsAreRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
 		b := e.join("gpu-b", "1xL4-24GB")
 		j := e.submit("train", 1)
@@ -188,7 +189,7 @@ func TestStaleReportsAreRefused(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
 		queued := e.submit("waiting", 5)
 		running := e.submit("train", 1)
@@ -229,7 +230,7 @@ func TestCancel(t *testing.T) {
 // that starts it anyway is told the attempt is stale.
 func TestCancelBeforeStart(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
 		j := e.submit("train", 1)
 		e.svc.Tick(e.ctx)
@@ -247,7 +248,7 @@ func TestCancelBeforeStart(t *testing.T) {
 
 func TestLeasePollWaitsForWork(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
 		empty := e.leases(n)
 		got := make(chan agentapi.Leases, 1)

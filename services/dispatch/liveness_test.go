@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -19,7 +20,7 @@ import (
 // no longer leased, so its agent stops it.
 func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
 		j := e.submit("train", 1, func(j *models.Job) { j.MaxRetries = 1 })
 		e.svc.Tick(e.ctx)
@@ -73,7 +74,7 @@ func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
 // Without retries a job whose node is lost fails, with the reason.
 func TestLostNodeFailsJobWithoutRetries(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
 		j := e.submit("train", 1)
 		e.svc.Tick(e.ctx)
@@ -91,14 +92,14 @@ func TestLostNodeFailsJobWithoutRetries(t *testing.T) {
 // they could not heartbeat while it was down.
 func TestRestartedServerWaitsBeforeLosingNodes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
 		j := e.submit("train", 1)
 		e.svc.Tick(e.ctx)
 		e.mustReport(a, agentapi.AttemptRef{JobID: j.ID, Attempt: 1}, agentapi.EventStarted, nil)
 
 		e.clock.advance(2 * time.Minute) // the server was down for two minutes
-		e.svc = e.restart(firstFit{})
+		e.svc = e.restart(dispatchtest.FirstFit{})
 		e.svc.Tick(e.ctx)
 		if n, _ := st.NodeByID(e.ctx, a.ID); n.State != models.NodeReady {
 			t.Fatalf("node judged %s right after the restart", n.State)
@@ -121,7 +122,7 @@ func TestRestartedServerWaitsBeforeLosingNodes(t *testing.T) {
 // the others are stopped and the job fails.
 func TestGangFailsAsOne(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		e := newEnv(t, st, firstFit{})
+		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
 		b := e.join("gpu-b", "1xL4-24GB")
 		j := e.submit("ddp", 1, func(j *models.Job) { j.Replicas = 2 })

@@ -1,4 +1,6 @@
-package dispatch_test
+// Package dispatchtest helps test dispatch without services/scheduler: a first-fit
+// scheduler, for tests only.
+package dispatchtest
 
 import (
 	"fmt"
@@ -7,11 +9,12 @@ import (
 	"github.com/gantry-gpu/gantry/services/dispatch"
 )
 
-// firstFit is the tests' stand-in for services/scheduler: each queued job, oldest
+// FirstFit is the tests' stand-in for services/scheduler: each queued job, oldest
 // first, goes on the first nodes with room, whole GPUs or a share of one.
-type firstFit struct{}
+type FirstFit struct{}
 
-func (firstFit) Plan(s dispatch.Snapshot) dispatch.Plan {
+// Plan places the queue in order.
+func (FirstFit) Plan(s dispatch.Snapshot) dispatch.Plan {
 	nodes := make([]dispatch.NodeCapacity, len(s.Nodes))
 	for i, n := range s.Nodes {
 		nodes[i] = n

@@ -1,0 +1,24 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+)
+
+// AgentLogs stores a chunk of an attempt's output and answers the next offset.
+func (h *Handler) AgentLogs(c *gin.Context, node *models.Node) {
+	var chunk agentapi.LogChunk
+	if !decodeAgent(c, &chunk) {
+		return
+	}
+	next, err := h.dispatch.AppendLog(c.Request.Context(), node, chunk)
+	if err != nil {
+		h.agentError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, agentapi.LogAck{NextOffset: next})
+}

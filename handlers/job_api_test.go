@@ -1,0 +1,187 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+type kicks struct{ n atomic.Int32 }
+
+func (k *kicks) Kick() { k.n.Add(1) }
+
+// jobAPI serves the job routes with user signed in (nil: nobody).
+func jobAPI(t *testing.T, st *store.Store, user *models.User, k *kicks) *httptest.Server {
+	t.Helper()
+	gin.SetMode(gin.ReleaseMode)
+	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{
+		Jobs: jobs.New(st, audit.New(st, time.Now), k),
+	})
+	r := gin.New()
+	r.Use(func(c *gin.Context) {
+		if user != nil {
+			c.Set(handlers.UserKey, user)
+		}
+	})
+	r.POST("/api/v1/jobs", h.JobCreate)
+	r.GET("/api/v1/jobs/:id", h.JobShow)
+	r.GET("/api/v1/jobs/:id/logs", h.JobLogs)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type apiErr struct {
+	Error handlers.APIError `json:"error"`
+}
+
+func TestJobAPI(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		user := &models.User{Username: "ada"}
+		team := &models.Team{Name: "vision"}
+		if err := st.CreateUser(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
+			t.Fatal(err)
+		}
+		k := &kicks{}
+		srv := jobAPI(t, st, user, k)
+		post := func(body string) (int, []byte) {
+			res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, b
+		}
+		status, body := post(`{"project": "default", "name": "train-1", "command": ["python", "train.py"], "env": {"K": "V"},
+			"resources": {"gpus": 1, "gpu_milli": 0, "gpu_memory_mib": 0, "gpu_model": "", "mig_profile": "", "cpu_milli": 2000, "memory_mib": 8192, "scratch_mib": 0},
+			"priority_class": "research", "preemptible": true, "spot": false, "max_retries": 2}`)
+		var job struct {
+			ID          int64
+			State       string
+			Project     string
+			Command     []string
+			Env         map[string]string
+			MaxRetries  int `json:"max_retries"`
+			Preemptible bool
+			Resources   jobs.Resources
+			Events      []struct{ To, Reason string }
+		}
+		if err := json.Unmarshal(body, &job); status != http.StatusCreated || err != nil || job.ID == 0 || job.State != models.JobQueued ||
+			job.Project != "default" || job.Command[1] != "train.py" || job.Env["K"] != "V" || job.Resources.MemoryMiB != 8192 || job.MaxRetries != 2 {
+			t.Fatalf("submit = %d %s", status, body)
+		}
+		if k.n.Load() != 1 {
+			t.Errorf("dispatch woken %d times, want once", k.n.Load())
+		}
+
+		cases := []struct{ name, body, field string }{
+			{"no command", `{"project": "default", "name": "x"}`, "command"},
+			{"env name with =", `{"project": "default", "name": "x", "command": ["a"], "env": {"A=B": "1"}}`, "env"},
+			{"reserved env", `{"project": "default", "name": "x", "command": ["a"], "env": {"CUDA_VISIBLE_DEVICES": "0"}}`, "env.CUDA_VISIBLE_DEVICES"},
+			{"negative memory", `{"project": "default", "name": "x", "command": ["a"], "resources": {"memory_mib": -1}}`, "resources.memory_mib"},
+			{"unknown field", `{"project": "default", "name": "x", "command": ["a"], "gpus": 2}`, "gpus"},
+			{"wrong type", `{"project": "default", "name": "x", "command": "python train.py"}`, "command"},
+			{"unknown project", `{"project": "nope", "name": "x", "command": ["a"]}`, "project"},
+			{"unknown class", `{"project": "default", "name": "x", "command": ["a"], "priority_class": "urgent"}`, "priority_class"},
+			{"custom image not allowed", `{"project": "default", "name": "x", "command": ["a"], "image": "docker.io/me/mine:1"}`, "image"},
+			{"huge command", `{"project": "default", "name": "x", "command": ["` + strings.Repeat("a", 70_000) + `"]}`, "command"},
+			{"body over 1 MiB", `{"project": "default", "name": "x", "command": ["` + strings.Repeat("a", 2<<20) + `"]}`, "body"},
+			{"invalid UTF-8", "{\"project\": \"default\", \"name\": \"x\", \"command\": [\"\xff\"]}", "body"},
+			{"not JSON", `project=default`, "body"},
+			{"share of two GPUs", `{"project": "default", "name": "x", "command": ["a"], "resources": {"gpus": 2, "gpu_milli": 250}}`, "resources.gpu_milli"},
+		}
+		for _, tc := range cases {
+			status, body := post(tc.body)
+			var e apiErr
+			if json.Unmarshal(body, &e) != nil || status != http.StatusBadRequest || e.Error.Field != tc.field || e.Error.Message == "" || e.Error.Code != "invalid" {
+				t.Errorf("%s: %d %.300s, want 400 naming %s", tc.name, status, body, tc.field)
+			}
+		}
+		if n, _ := st.Jobs(ctx, store.JobFilter{}); len(n) != 1 {
+			t.Errorf("bad submissions stored jobs: %d jobs", len(n))
+		}
+
+		get := func(path string) (int, []byte, http.Header) {
+			res, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, b, res.Header
+		}
+		status, body, _ = get("/api/v1/jobs/1")
+		if err := json.Unmarshal(body, &job); status != 200 || err != nil || len(job.Events) != 1 || job.Events[0].Reason != "submitted" {
+			t.Fatalf("GET job = %d %s", status, body)
+		}
+		for path, want := range map[string]int{"/api/v1/jobs/99": 404, "/api/v1/jobs/x": 400, "/api/v1/jobs/1/logs?stream=stdin": 400, "/api/v1/jobs/1/logs?attempt=5": 400} {
+			if status, body, _ := get(path); status != want {
+				t.Errorf("GET %s = %d %s, want %d", path, status, body, want)
+			}
+		}
+		chunks := []models.JobLogChunk{
+			{JobID: job.ID, Attempt: 1, Stream: "stdout", Offset: 0, Data: []byte("epoch 1\n")},
+			{JobID: job.ID, Attempt: 1, Stream: "stderr", Offset: 0, Data: []byte("warn\n")},
+			{JobID: job.ID, Attempt: 1, Stream: "stdout", Offset: 8, Data: []byte("epoch 2\n")},
+		}
+		for i := range chunks {
+			if err := st.CreateLogChunk(ctx, &chunks[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The job has not run: attempt 0 has no output.
+		if status, body, _ := get("/api/v1/jobs/1/logs"); status != 200 || len(body) != 0 {
+			t.Fatalf("logs of a job that never ran = %d %q", status, body)
+		}
+		if err := st.TransitionJob(ctx, job.ID, store.Transition{From: models.JobQueued, To: models.JobScheduled, Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		status, body, hdr := get("/api/v1/jobs/1/logs")
+		if status != 200 || string(body) != "epoch 1\nwarn\nepoch 2\n" || hdr.Get("X-Gantry-Attempt") != "1" {
+			t.Fatalf("logs = %d %q %v", status, body, hdr)
+		}
+		if _, body, _ := get("/api/v1/jobs/1/logs?stream=stdout&after=" + hdr.Get("X-Gantry-Log-Cursor")); len(body) != 0 {
+			t.Errorf("logs after the cursor = %q, want nothing new", body)
+		}
+		if _, body, _ := get("/api/v1/jobs/1/logs?stream=stderr"); string(body) != "warn\n" {
+			t.Errorf("stderr = %q", body)
+		}
+	})
+}
+
+func TestJobAPINeedsAUser(t *testing.T) {
+	st := storetest.Open(t, storetest.Backends()[0].Config(t))
+	srv := jobAPI(t, st, nil, &kicks{})
+	res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous submit = %d, want 401", res.StatusCode)
+	}
+}

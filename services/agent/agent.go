@@ -1,0 +1,393 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/gpu"
+)
+
+// Config is what an agent is built from.
+type Config struct {
+	Server    string // the server's URL
+	JoinToken string // needed only until the node has joined
+	DataDir   string // credential, lease, attempts, checkpoints
+	Name      string // node name; the host name by default
+	Runtime   string // agentapi.RuntimeProcess
+	Version   string // the agent's version, shown in the admin console
+	// Shim is the command that runs an attempt's supervisor; the attempt
+	// directory is appended. `gantry agent shim` in production.
+	Shim []string
+	GPUs gpu.Source
+	// Resources the node offers; zero fields are measured.
+	CPUMilli, MemoryMiB, ScratchMiB int64
+	// CheckpointRoot holds a directory per job that survives its attempts;
+	// <DataDir>/checkpoints when empty. Put it on shared storage for jobs to
+	// resume on another node.
+	CheckpointRoot string
+	// PollWait is how long one lease poll may wait on the server.
+	PollWait time.Duration
+	HTTP     *http.Client
+	Log      *slog.Logger
+}
+
+// Agent is the node agent.
+type Agent struct {
+	cfg    Config
+	client *client
+	log    *slog.Logger
+
+	heartbeatEvery atomic.Int64 // ns
+	nodeTimeout    atomic.Int64 // ns
+	killGraceNS    atomic.Int64
+
+	mu       sync.Mutex
+	attempts map[agentapi.AttemptRef]*attempt
+	orphans  map[agentapi.AttemptRef]bool // reported as unknown to this node
+	lastInv  []byte
+	wg       sync.WaitGroup
+}
+
+// New checks cfg and returns an agent; Run starts it.
+func New(cfg Config) (*Agent, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("--data-dir is required: the agent keeps its credential and its jobs' files there")
+	}
+	if cfg.Runtime != agentapi.RuntimeProcess {
+		return nil, fmt.Errorf("--runtime %q is not available yet: use process", cfg.Runtime)
+	}
+	if len(cfg.Shim) == 0 || cfg.GPUs == nil || cfg.Log == nil || cfg.HTTP == nil {
+		return nil, errors.New("agent config lacks its shim command, GPU source, HTTP client or logger")
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 25 * time.Second
+	}
+	if cfg.CheckpointRoot == "" {
+		cfg.CheckpointRoot = filepath.Join(cfg.DataDir, "checkpoints")
+	}
+	if err := measureResources(&cfg); err != nil {
+		return nil, err
+	}
+	c, err := newClient(cfg.Server, cfg.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, client: c, log: cfg.Log, attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{}}
+	a.setTiming(agentapi.Timing{HeartbeatIntervalMS: 5000, NodeTimeoutMS: 30000, KillGraceMS: 10000})
+	return a, nil
+}
+
+func (a *Agent) setTiming(t agentapi.Timing) {
+	if t.HeartbeatIntervalMS > 0 {
+		a.heartbeatEvery.Store(int64(time.Duration(t.HeartbeatIntervalMS) * time.Millisecond))
+	}
+	if t.NodeTimeoutMS > 0 {
+		a.nodeTimeout.Store(int64(time.Duration(t.NodeTimeoutMS) * time.Millisecond))
+	}
+	if t.KillGraceMS > 0 {
+		a.killGraceNS.Store(int64(time.Duration(t.KillGraceMS) * time.Millisecond))
+	}
+}
+
+func (a *Agent) killGrace() time.Duration { return time.Duration(a.killGraceNS.Load()) }
+
+// Run joins if needed, re-attaches to the attempts that run, then heartbeats and
+// polls for leases until ctx ends or the server refuses the node's credential.
+// Jobs keep running when Run returns.
+func (a *Agent) Run(ctx context.Context) error {
+	for _, d := range []string{a.cfg.DataDir, a.attemptsDir(), a.cfg.CheckpointRoot} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	id, err := a.ensureJoined(ctx)
+	if err != nil {
+		return err
+	}
+	a.client.credential = id.Credential
+	a.log.Info("agent running", "node", id.Name, "server", a.cfg.Server, "simulated_gpus", a.cfg.GPUs.Simulated())
+	if err := a.reattach(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var loops sync.WaitGroup
+	loops.Add(2)
+	go func() { defer loops.Done(); a.heartbeatLoop(ctx, cancel) }()
+	go func() { defer loops.Done(); a.leaseLoop(ctx, cancel) }()
+	loops.Wait()
+	a.wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func (a *Agent) attemptsDir() string { return filepath.Join(a.cfg.DataDir, "attempts") }
+
+// ensureJoined returns the saved identity, or joins with the join token.
+func (a *Agent) ensureJoined(ctx context.Context) (*identity, error) {
+	id, err := loadIdentity(a.cfg.DataDir)
+	if err != nil || id != nil {
+		return id, err
+	}
+	if a.cfg.JoinToken == "" {
+		return nil, fmt.Errorf("this node has not joined yet: give --join-token (create one on the server with `gantry join-token create`)")
+	}
+	inv, err := a.cfg.GPUs.Discover(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discover GPUs: %w", err)
+	}
+	req := agentapi.JoinRequest{
+		JoinToken: a.cfg.JoinToken, Name: a.cfg.Name, AgentVersion: a.cfg.Version, Runtime: a.cfg.Runtime,
+		CPUMilli: a.cfg.CPUMilli, MemoryMiB: a.cfg.MemoryMiB, ScratchMiB: a.cfg.ScratchMiB, Inventory: inv,
+	}
+	retry := backoff{}
+	for {
+		res, err := a.client.join(ctx, req)
+		if err == nil {
+			id := identity{Server: a.cfg.Server, NodeID: res.NodeID, Name: res.Name, Credential: res.Credential}
+			if err := saveIdentity(a.cfg.DataDir, id); err != nil {
+				return nil, err
+			}
+			a.setTiming(res.Timing)
+			a.log.Info("joined", "node", res.Name, "node_id", res.NodeID)
+			return &id, nil
+		}
+		var ae *apiError
+		if errors.Is(err, ErrUnauthorized) || errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+			return nil, fmt.Errorf("join %s: %w", a.cfg.Server, err)
+		}
+		a.log.Warn("cannot reach the server to join; retrying", "err", err, "in", retry.fail())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(retry.wait()):
+		}
+	}
+}
+
+// heartbeatLoop heartbeats and renews the lease that keeps the node's jobs alive.
+func (a *Agent) heartbeatLoop(ctx context.Context, fatal context.CancelCauseFunc) {
+	for {
+		sent := time.Now()
+		res, err := a.heartbeat(ctx)
+		switch {
+		case err == nil:
+			a.setTiming(res.Timing)
+			a.renewFence(sent)
+		case errors.Is(err, ErrUnauthorized):
+			fatal(fmt.Errorf("the server refused this node's credential (revoked, or the node was deleted): remove %s and join again with a new join token: %w",
+				filepath.Join(a.cfg.DataDir, identityFile), err))
+			return
+		case serverDown(err):
+			// Nothing can be rescheduled while the server is down: keep the jobs.
+			a.renewFence(sent)
+			a.log.Warn("server is down; jobs keep running", "err", err)
+		case ctx.Err() == nil:
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(a.heartbeatEvery.Load())):
+		}
+	}
+}
+
+func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, error) {
+	req := agentapi.HeartbeatRequest{}
+	if s, err := a.cfg.GPUs.Sample(ctx); err == nil {
+		req.Sample = &s
+	} else {
+		a.log.Warn("cannot sample the GPUs", "err", err)
+	}
+	inv, err := a.cfg.GPUs.Discover(ctx)
+	if err != nil {
+		a.log.Warn("cannot discover the GPUs", "err", err)
+	}
+	b, _ := json.Marshal(inv)
+	// The first heartbeat of a run sends the inventory too: it may have changed while the agent was down.
+	if err == nil && string(b) != string(a.lastInv) {
+		req.Inventory = &inv
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.heartbeatEvery.Load())*2)
+	defer cancel()
+	res, herr := a.client.heartbeat(hctx, req)
+	if herr == nil && err == nil {
+		a.lastInv = b
+	}
+	return res, herr
+}
+
+func (a *Agent) renewFence(sent time.Time) {
+	if err := writeFence(a.cfg.DataDir, fenceFor(sent, time.Duration(a.nodeTimeout.Load()))); err != nil {
+		a.log.Error("cannot renew the job lease; jobs will stop", "err", err)
+	}
+}
+
+// leaseLoop long-polls for the node's leases and reconciles what runs with them.
+func (a *Agent) leaseLoop(ctx context.Context, fatal context.CancelCauseFunc) {
+	seen := ""
+	retry := backoff{}
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, a.cfg.PollWait+15*time.Second)
+		ls, err := a.client.leases(pctx, seen, a.cfg.PollWait)
+		cancel()
+		if errors.Is(err, ErrUnauthorized) {
+			fatal(fmt.Errorf("the server refused this node's credential: %w", err))
+			return
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("lease poll failed", "err", err, "retry_in", retry.fail())
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(retry.wait()):
+			}
+			continue
+		}
+		retry.reset()
+		a.reconcile(ctx, ls)
+		seen = ls.Version
+	}
+}
+
+// reconcile makes what runs match the leases: start what is new, pass on stop
+// requests, kill what the server no longer wants, forget what is finished.
+func (a *Agent) reconcile(ctx context.Context, ls agentapi.Leases) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	want := make(map[agentapi.AttemptRef]agentapi.Lease, len(ls.Allocations))
+	for _, l := range ls.Allocations {
+		want[l.AttemptRef] = l
+	}
+	for ref, at := range a.attempts {
+		l, ok := want[ref]
+		switch {
+		case ok && l.Stop != nil:
+			at.requestStop(*l.Stop)
+		case ok:
+		case at.isFinished():
+			<-at.done
+			if err := os.RemoveAll(at.files.dir); err != nil {
+				a.log.Warn("cannot remove a finished attempt", "dir", at.files.dir, "err", err)
+			}
+			delete(a.attempts, ref)
+		default:
+			at.markStale()
+		}
+	}
+	for ref, l := range want {
+		if _, ok := a.attempts[ref]; ok {
+			continue
+		}
+		if l.Started || l.Stop != nil {
+			a.reportOrphan(ctx, ref)
+			continue
+		}
+		if err := a.start(ctx, l); err != nil {
+			a.log.Error("cannot start an attempt", "job", ref.JobID, "attempt", ref.Attempt, "err", err)
+			a.reportOrphan(ctx, ref)
+		}
+	}
+}
+
+// reportOrphan tells the server, once, that an attempt it believes started has no
+// record on this node (its directory was removed), so that the job can move on.
+func (a *Agent) reportOrphan(ctx context.Context, ref agentapi.AttemptRef) {
+	if a.orphans[ref] {
+		return
+	}
+	a.orphans[ref] = true
+	code := -1
+	r := agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &code, Message: "the node agent has no record of this attempt"}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if err := a.client.report(ctx, r); err != nil && !errors.Is(err, errStale) {
+			a.log.Warn("cannot report an unknown attempt", "job", ref.JobID, "err", err)
+			a.mu.Lock()
+			delete(a.orphans, ref)
+			a.mu.Unlock()
+		}
+	}()
+}
+
+// start prepares an attempt's directories and launches its supervisor.
+func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
+	dir := filepath.Join(a.attemptsDir(), attemptDirName(l.AttemptRef))
+	f := attemptFiles{dir: dir}
+	checkpoint := filepath.Join(a.cfg.CheckpointRoot, strconv.FormatInt(l.JobID, 10))
+	for _, d := range []string{f.path(workDir), f.path(scratchDir), checkpoint} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return err
+		}
+	}
+	removeStaleRequest(checkpoint)
+	if err := f.writeJSON(leaseFile, l); err != nil {
+		return err
+	}
+	spec := shimSpec{
+		Command: l.Command, WorkDir: f.path(workDir), Fence: filepath.Join(a.cfg.DataDir, fenceFile),
+		Env: jobEnv(l, f.path(workDir), f.path(scratchDir), checkpoint),
+	}
+	if err := f.writeJSON(specFile, spec); err != nil {
+		return err
+	}
+	if _, err := launchShim(a.cfg.Shim, f); err != nil {
+		return err
+	}
+	a.log.Info("attempt started", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica, "gpus", len(l.Devices))
+	a.track(ctx, newAttempt(l.AttemptRef, dir, checkpoint))
+	return nil
+}
+
+func (a *Agent) track(ctx context.Context, at *attempt) {
+	a.attempts[at.ref] = at
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.supervise(ctx, at)
+	}()
+}
+
+// reattach resumes supervising the attempts a previous agent left in the data dir.
+func (a *Agent) reattach(ctx context.Context) error {
+	entries, err := os.ReadDir(a.attemptsDir())
+	if err != nil {
+		return fmt.Errorf("read attempts: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range entries {
+		f := attemptFiles{dir: filepath.Join(a.attemptsDir(), e.Name())}
+		var l agentapi.Lease
+		if err := f.readJSON(leaseFile, &l); err != nil {
+			a.log.Warn("skipping an attempt directory without its lease", "dir", f.dir, "err", err)
+			continue
+		}
+		at := newAttempt(l.AttemptRef, f.dir, filepath.Join(a.cfg.CheckpointRoot, strconv.FormatInt(l.JobID, 10)))
+		if f.has(finishedFile) {
+			close(at.done)
+			close(at.finished)
+			a.attempts[at.ref] = at
+			continue
+		}
+		a.log.Info("re-attached to an attempt", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica)
+		a.track(ctx, at)
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gantry-gpu/gantry/services/agentapi"
+)
+
+// passedEnv are the agent's variables a job inherits; nothing else of the agent's
+// environment (which may hold its join token) reaches a job.
+var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME"}
+
+// jobEnv is the environment of an attempt: the basics, the job's own variables,
+// then Gantry's, which the job cannot override.
+func jobEnv(l agentapi.Lease, work, scratch, checkpoints string) []string {
+	env := map[string]string{"HOME": work, "TMPDIR": scratch}
+	for _, k := range passedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	if _, ok := env["PATH"]; !ok {
+		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for k, v := range l.Env {
+		env[k] = v
+	}
+	uuids := make([]string, len(l.Devices))
+	for i, d := range l.Devices {
+		uuids[i] = d.UUID
+	}
+	visible := strings.Join(uuids, ",")
+	nvidia := visible
+	if nvidia == "" {
+		nvidia = "void" // the NVIDIA container runtime's word for no GPU
+	}
+	for k, v := range map[string]string{
+		"GANTRY_JOB_ID":                  strconv.FormatInt(l.JobID, 10),
+		"GANTRY_JOB_NAME":                l.JobName,
+		"GANTRY_ATTEMPT":                 strconv.Itoa(l.Attempt),
+		"GANTRY_REPLICA":                 strconv.Itoa(l.Replica),
+		"GANTRY_CHECKPOINT_DIR":          checkpoints,
+		"GANTRY_CHECKPOINT_REQUEST_FILE": checkpoints + "/" + CheckpointRequestFile,
+		"GANTRY_SCRATCH_DIR":             scratch,
+		"CUDA_VISIBLE_DEVICES":           visible,
+		"NVIDIA_VISIBLE_DEVICES":         nvidia,
+	} {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, fmt.Sprintf("%s=%s", k, v))
+	}
+	sort.Strings(out)
+	return out
+}

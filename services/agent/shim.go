@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Files of an attempt directory that the shim reads or writes.
+const (
+	specFile   = "spec.json"
+	pidFile    = "pid"
+	exitFile   = "exit.json"
+	stdoutFile = "stdout.log"
+	stderrFile = "stderr.log"
+)
+
+// shimSpec is what the agent asks a shim to run.
+type shimSpec struct {
+	Command []string `json:"command"`
+	Env     []string `json:"env"`
+	WorkDir string   `json:"work_dir"`
+	// Fence is the lease file; the job is stopped when it runs out.
+	Fence string `json:"fence"`
+}
+
+// exitStatus is how an attempt ended, written by its shim.
+type exitStatus struct {
+	ExitCode int       `json:"exit_code"` // -1 when killed by a signal
+	Signal   string    `json:"signal,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	EndedAt  time.Time `json:"ended_at"`
+}
+
+// fencePoll is how often a shim reads its lease.
+const fencePoll = 100 * time.Millisecond
+
+// RunShim supervises one attempt: the main of `gantry agent shim DIR`. It runs the
+// command of DIR/spec.json in its own process group with its output in
+// DIR/stdout.log and DIR/stderr.log, stops it when the lease runs out, and writes
+// DIR/exit.json when it ends. It returns the shim's own exit code.
+func RunShim(dir string) int {
+	// Catch, not ignore: an ignored signal would stay ignored in the job.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	st := superviseCommand(dir)
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(dir, exitFile), b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gantry shim:", err)
+		return 1
+	}
+	return 0
+}
+
+func superviseCommand(dir string) exitStatus {
+	var spec shimSpec
+	b, err := os.ReadFile(filepath.Join(dir, specFile))
+	if err == nil {
+		err = json.Unmarshal(b, &spec)
+	}
+	if err == nil && len(spec.Command) == 0 {
+		err = errors.New("empty command")
+	}
+	if err != nil {
+		return failedStart(dir, 126, fmt.Errorf("read %s: %w", specFile, err))
+	}
+	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return failedStart(dir, 126, err)
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return failedStart(dir, 126, err)
+	}
+	defer stderr.Close()
+	// Look the command up on the job's PATH, not the shim's.
+	for _, kv := range spec.Env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			os.Setenv("PATH", p)
+		}
+	}
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = spec.WorkDir, spec.Env, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return failedStart(dir, code, err)
+	}
+	pid := cmd.Process.Pid
+	if err := writeFileAtomic(filepath.Join(dir, pidFile), []byte(fmt.Sprintf("%d\n", pid)), 0o644); err != nil {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	fenced := watchFence(spec.Fence, pid, waited)
+	// The job is its process group: take down what it left behind.
+	syscall.Kill(-pid, syscall.SIGKILL)
+	st := exitStatus{ExitCode: cmd.ProcessState.ExitCode(), EndedAt: time.Now().UTC()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.ExitCode, st.Signal = -1, signalName(ws.Signal())
+	}
+	if fenced {
+		st.Message = "stopped by the node itself: its agent lost contact with the server, which will run the job elsewhere"
+	}
+	return st
+}
+
+// watchFence waits for the job to end, stopping it when the lease runs out. It
+// reports whether it had to.
+func watchFence(fence string, pid int, waited <-chan error) bool {
+	t := time.NewTicker(fencePoll)
+	defer t.Stop()
+	fenced := false
+	termSent := false
+	for {
+		select {
+		case <-waited:
+			return fenced
+		case <-t.C:
+		}
+		d, err := readFence(fence)
+		now := time.Now()
+		switch {
+		case err != nil || !now.Before(d.kill):
+			syscall.Kill(-pid, syscall.SIGKILL)
+			fenced = true
+		case !now.Before(d.term) && !termSent:
+			syscall.Kill(-pid, syscall.SIGTERM)
+			termSent, fenced = true, true
+		}
+	}
+}
+
+// failedStart records a command that could not start, in its stderr and its exit status.
+func failedStart(dir string, code int, err error) exitStatus {
+	msg := "cannot start the command: " + err.Error()
+	if f, ferr := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
+		fmt.Fprintln(f, "gantry:", msg)
+		f.Close()
+	}
+	return exitStatus{ExitCode: code, Message: msg, EndedAt: time.Now().UTC()}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

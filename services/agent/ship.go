@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/gantry-gpu/gantry/services/agentapi"
+)
+
+// shipChunk is the most one log request carries; shipBurst the most one call ships.
+const (
+	shipChunk = 64 << 10
+	shipBurst = 1 << 20
+)
+
+// shipped is how much of each stream the server holds.
+type shipped map[string]int64
+
+// shipLogs sends what the attempt's output files hold beyond what was shipped, and
+// reports whether it caught up with them. The shipped offsets are saved after
+// every acknowledged chunk; the server drops what it already has, so a restart
+// between the two only resends.
+func (ag *Agent) shipLogs(ctx context.Context, ref agentapi.AttemptRef, f attemptFiles) (bool, error) {
+	off := shipped{}
+	if err := f.readJSON(shippedFile, &off); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read shipped offsets: %w", err)
+	}
+	caughtUp := true
+	for _, stream := range []string{agentapi.StreamStdout, agentapi.StreamStderr} {
+		done, err := ag.shipStream(ctx, ref, f, stream, off)
+		if err != nil {
+			return false, err
+		}
+		caughtUp = caughtUp && done
+	}
+	return caughtUp, nil
+}
+
+func (ag *Agent) shipStream(ctx context.Context, ref agentapi.AttemptRef, f attemptFiles, stream string, off shipped) (bool, error) {
+	file, err := os.Open(f.path(stream + ".log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer file.Close()
+	buf := make([]byte, shipChunk)
+	for sent := 0; sent < shipBurst; {
+		n, err := file.ReadAt(buf, off[stream])
+		if n == 0 {
+			if err == nil || errors.Is(err, io.EOF) {
+				return true, nil
+			}
+			return false, fmt.Errorf("read %s: %w", stream, err)
+		}
+		next, err := ag.client.logs(ctx, agentapi.LogChunk{AttemptRef: ref, Stream: stream, Offset: off[stream], Data: buf[:n]})
+		if err != nil {
+			return false, err
+		}
+		off[stream] = next
+		if err := f.writeJSON(shippedFile, off); err != nil {
+			return false, err
+		}
+		sent += n
+	}
+	return false, nil
+}

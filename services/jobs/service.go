@@ -1,0 +1,145 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/images"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Kicker wakes the dispatch loop when there is new work.
+type Kicker interface{ Kick() }
+
+// Service submits jobs.
+type Service struct {
+	store    *store.Store
+	audit    *audit.Log
+	dispatch Kicker
+}
+
+// New returns the submission service over st, auditing each submission in log and
+// waking dispatch.
+func New(st *store.Store, log *audit.Log, dispatch Kicker) *Service {
+	return &Service{store: st, audit: log, dispatch: dispatch}
+}
+
+// Submit validates spec and queues it as a job of user. Bad input is a
+// *models.FieldError and stores nothing.
+func (s *Service) Submit(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	project, err := s.store.ProjectByName(ctx, spec.Project)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, models.Invalid("project", "there is no project %q", spec.Project)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if project.Archived {
+		return nil, models.Invalid("project", "project %q is archived", spec.Project)
+	}
+	class, err := s.store.PriorityClassByName(ctx, spec.PriorityClass)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, models.Invalid("priority_class", "there is no priority class %q", spec.PriorityClass)
+	}
+	if err != nil {
+		return nil, err
+	}
+	j := &models.Job{
+		Name: spec.Name, ProjectID: project.ID, UserID: user.ID,
+		GPUs: spec.Resources.GPUs, GPUMilli: spec.Resources.GPUMilli, GPUMemoryMiB: spec.Resources.GPUMemoryMiB,
+		GPUModel: spec.Resources.GPUModel, MIGProfile: spec.Resources.MIGProfile, CPUMilli: spec.Resources.CPUMilli,
+		MemoryMiB: spec.Resources.MemoryMiB, ScratchMiB: spec.Resources.ScratchMiB, Replicas: spec.Replicas,
+		PriorityClass: class.Name, Preemptible: class.Preemptible, Spot: spec.Spot, MaxRetries: spec.MaxRetries,
+	}
+	if spec.Preemptible != nil {
+		j.Preemptible = *spec.Preemptible
+	}
+	if err := s.resolveImage(ctx, project, spec.Image, j); err != nil {
+		return nil, err
+	}
+	cmd, err := json.Marshal(spec.Command)
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	j.Command = string(cmd)
+	if len(spec.Env) > 0 {
+		env, err := json.Marshal(spec.Env)
+		if err != nil {
+			return nil, fmt.Errorf("encode env: %w", err)
+		}
+		j.Env = string(env)
+	}
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CreateJob(ctx, j, "user:"+user.Username); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10),
+			ProjectID: &j.ProjectID, Detail: map[string]any{"name": j.Name, "gpus": j.GPUs, "gpu_milli": j.GPUMilli, "replicas": j.Replicas, "priority_class": j.PriorityClass}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.dispatch.Kick()
+	return j, nil
+}
+
+// resolveImage sets the job's image: a catalog entry by name, else a reference
+// when the project allows custom images, else the project's default (none for
+// nodes on the process runtime).
+func (s *Service) resolveImage(ctx context.Context, project *models.Project, image string, j *models.Job) error {
+	if image == "" {
+		if project.DefaultImageID == nil {
+			return nil
+		}
+		j.ImageID = project.DefaultImageID
+		return nil
+	}
+	img, err := s.store.ImageByName(ctx, image)
+	switch {
+	case err == nil:
+		if img.Status == models.ImageDeprecated {
+			return models.Invalid("image", "%q is deprecated: pick a certified image", image)
+		}
+		j.ImageID, j.ImageRef = &img.ID, img.Reference
+		return nil
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	case !project.AllowCustomImages:
+		return models.Invalid("image", "%q is not in the image catalog, and project %s allows only catalog images", image, project.Name)
+	}
+	ref, err := images.ParseReference(image)
+	if err != nil {
+		return models.Invalid("image", "%v", err)
+	}
+	j.ImageRef = ref.String()
+	return nil
+}
+
+// Job returns the job with id.
+func (s *Service) Job(ctx context.Context, id int64) (*models.Job, error) {
+	return s.store.JobByID(ctx, id)
+}
+
+// Events returns the state changes of a job, oldest first.
+func (s *Service) Events(ctx context.Context, id int64) ([]models.JobEvent, error) {
+	return s.store.JobEvents(ctx, id)
+}
+
+// Allocations returns where each attempt of a job ran.
+func (s *Service) Allocations(ctx context.Context, id int64) ([]models.Allocation, error) {
+	return s.store.AllocationsOfJob(ctx, id)
+}
+
+// LogChunks returns the output of one attempt of a job after chunk afterID, in
+// arrival order; stream "" gives both streams.
+func (s *Service) LogChunks(ctx context.Context, jobID int64, attempt int, stream string, afterID int64) ([]models.JobLogChunk, error) {
+	return s.store.LogChunks(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID})
+}
