@@ -59,3 +59,12 @@ func (s *Store) UpdateUser(ctx context.Context, u *models.User) error {
 	}
 	return nil
 }
+
+// UserByIdentity returns the user that signs in through issuer as subject.
+func (s *Store) UserByIdentity(ctx context.Context, issuer, subject string) (*models.User, error) {
+	var u models.User
+	if err := translate(s.with(ctx).Where("issuer = ? AND subject = ?", issuer, subject).First(&u).Error); err != nil {
+		return nil, fmt.Errorf("user %s at %s: %w", subject, issuer, err)
+	}
+	return &u, nil
+}
