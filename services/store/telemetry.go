@@ -259,3 +259,84 @@ ORDER BY n.name, t.device_uuid`
 	}
 	return out, nil
 }
+
+// GPUSpec is what a job's GPU (or MIG instance) is: its model and memory.
+type GPUSpec struct {
+	Model     string
+	MemoryMiB int64
+}
+
+// GPUSpecsByUUID returns the model and memory of each device or MIG instance named;
+// a MIG instance has its parent GPU's model and its own memory. Unknown UUIDs are absent.
+func (s *Store) GPUSpecsByUUID(ctx context.Context, uuids []string) (map[string]GPUSpec, error) {
+	out := make(map[string]GPUSpec, len(uuids))
+	if len(uuids) == 0 {
+		return out, nil
+	}
+	var devices []models.GPUDevice
+	if err := s.with(ctx).Where("uuid IN ?", uuids).Find(&devices).Error; err != nil {
+		return nil, fmt.Errorf("GPUs by UUID: %w", err)
+	}
+	for _, d := range devices {
+		out[d.UUID] = GPUSpec{Model: d.Model, MemoryMiB: d.MemoryMiB}
+	}
+	var slices []struct {
+		UUID      string
+		Model     string
+		MemoryMiB int64 `gorm:"column:memory_mib"`
+	}
+	err := s.with(ctx).Table("gpu_slices sl").Select("sl.uuid, d.model, sl.memory_mib").
+		Joins("JOIN gpu_devices d ON d.id = sl.device_id").Where("sl.uuid IN ?", uuids).Scan(&slices).Error
+	if err != nil {
+		return nil, fmt.Errorf("MIG instances by UUID: %w", err)
+	}
+	for _, sl := range slices {
+		out[sl.UUID] = GPUSpec{Model: sl.Model, MemoryMiB: sl.MemoryMiB}
+	}
+	return out, nil
+}
+
+// DevicePeak is the most one job used of one GPU: memory, and utilisation where the
+// GPU reports it (nil in MIG mode).
+type DevicePeak struct {
+	DeviceUUID  string
+	PeakMemMiB  int64 `gorm:"column:peak_mem_mib"`
+	PeakUtilPct *float64
+}
+
+// JobGPUPeaks returns, per device the job held, its peak memory and its highest
+// utilisation mean of one sample at resolution (1-minute means for ResolutionMinute).
+func (s *Store) JobGPUPeaks(ctx context.Context, jobID int64, resolution string) ([]DevicePeak, error) {
+	var out []DevicePeak
+	err := s.with(ctx).Model(&models.TelemetrySample{}).
+		Select("device_uuid, MAX(mem_max_mib) AS peak_mem_mib, MAX(CASE WHEN reported & ? <> 0 THEN util_pct END) AS peak_util_pct", models.ReportedUtil).
+		Where("job_id = ? AND resolution = ?", jobID, resolution).
+		Group("device_uuid").Order("device_uuid").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("GPU peaks of job %d: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// GPUMinutes is how many GPU-minutes a project's jobs held, and how many of them the
+// GPU was idle (its utilisation never reached the threshold in that minute).
+type GPUMinutes struct {
+	Total int64
+	Idle  int64
+}
+
+// ProjectGPUMinutes counts the 1-minute telemetry of the project's jobs with
+// from <= at < to, idle when utilisation stayed below idleBelowPct.
+func (s *Store) ProjectGPUMinutes(ctx context.Context, projectID int64, from, to time.Time, idleBelowPct float64) (GPUMinutes, error) {
+	var m GPUMinutes
+	err := s.with(ctx).Table("telemetry_samples t").
+		Select("COUNT(*), COALESCE(SUM(CASE WHEN t.util_max_pct < ? THEN 1 ELSE 0 END), 0)", idleBelowPct).
+		Joins("JOIN jobs j ON j.id = t.job_id").
+		Where("j.project_id = ? AND t.resolution = ? AND t.at >= ? AND t.at < ? AND t.reported & ? <> 0",
+			projectID, models.ResolutionMinute, from.UTC(), to.UTC(), models.ReportedUtil).
+		Row().Scan(&m.Total, &m.Idle)
+	if err != nil {
+		return m, fmt.Errorf("GPU minutes of project %d: %w", projectID, err)
+	}
+	return m, nil
+}
