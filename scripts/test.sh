@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine or a laptop: vet, format, then
 # `go test -race` against SQLite and a throw-away PostgreSQL that this script installs
-# (when missing), starts on a free loopback port, and stops afterwards; browser tests
+# (when missing), starts on a free loopback port, and stops afterwards; Slurm tests run on
+# a single-host Slurm started the same way (scripts/slurm.sh); browser tests
 # run in headless Chromium, installed with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d /tmp/gantry-test.XXXXXX)
-cleanup() { scripts/pg.sh stop "$tmp/pg" || true; rm -rf "$tmp"; }
+cleanup() { scripts/pg.sh stop "$tmp/pg" || true; scripts/slurm.sh stop "$tmp/slurm" || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 echo "== gofmt"
@@ -21,6 +22,11 @@ echo "== PostgreSQL"
 GANTRY_TEST_POSTGRES_URL=$(scripts/pg.sh start "$tmp/pg")
 export GANTRY_TEST_POSTGRES_URL GANTRY_REQUIRE_POSTGRES=1
 echo "throw-away server at ${GANTRY_TEST_POSTGRES_URL%%\?*}"
+
+echo "== Slurm"
+GANTRY_TEST_SLURM_CONF=$(scripts/slurm.sh start "$tmp/slurm")
+export GANTRY_TEST_SLURM_CONF GANTRY_REQUIRE_SLURM=1
+echo "throw-away Slurm with $GANTRY_TEST_SLURM_CONF"
 
 echo "== Chromium"
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ -z "${GANTRY_CHROMIUM:-}" ]; then
