@@ -130,7 +130,7 @@ func BenchmarkRollupFleetMinute(b *testing.B) {
 							rows = append(rows, models.TelemetrySample{
 								NodeID: nodeIDs[n], DeviceUUID: fmt.Sprintf("GPU-%04d-%d", n, g), At: at, Resolution: models.ResolutionRaw, Samples: 1,
 								Reported: models.ReportedUtil | models.ReportedMemory | models.ReportedPower,
-								UtilPct: v, UtilMinPct: v, UtilMaxPct: v, MemUsedMiB: 1000, MemMinMiB: 1000, MemMaxMiB: 1000,
+								UtilPct:  v, UtilMinPct: v, UtilMaxPct: v, MemUsedMiB: 1000, MemMinMiB: 1000, MemMaxMiB: 1000,
 								PowerW: 250, PowerMinW: 250, PowerMaxW: 250,
 							})
 						}
