@@ -20,6 +20,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(e2eServerEnv); cfg != "" {
+		os.Exit(e2eServerMain(cfg))
+	}
 	dir, err := os.MkdirTemp("", "gantry-bin-")
 	if err != nil {
 		panic(err)

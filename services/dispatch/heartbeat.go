@@ -13,12 +13,15 @@ import (
 
 // Authenticate returns the node whose agent holds credential.
 func (s *Service) Authenticate(ctx context.Context, credential string) (*models.Node, error) {
-	if credential == "" {
-		return nil, fmt.Errorf("%w: no node credential", ErrUnauthorized)
+	var n *models.Node
+	err := fmt.Errorf("%w: no node credential", ErrUnauthorized)
+	if credential != "" {
+		n, err = s.store.NodeByCredentialHash(ctx, hashSecret(credential))
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("%w: unknown or revoked node credential", ErrUnauthorized)
+		}
 	}
-	n, err := s.store.NodeByCredentialHash(ctx, hashSecret(credential))
-	if errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("%w: unknown or revoked node credential", ErrUnauthorized)
+	if errors.Is(err, ErrUnauthorized) {
 		s.auditRefusal(ctx, "agent.refused", "", err)
 	}
 	return n, err

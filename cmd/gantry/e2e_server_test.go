@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/web"
+)
+
+// e2eServerEnv makes the test binary an e2e control plane: the router and dispatch
+// of `gantry serve`, with the tests' first-fit scheduler and short timings. Its
+// value is the JSON of e2eServerConfig.
+const e2eServerEnv = "GANTRY_E2E_SERVER"
+
+type e2eServerConfig struct {
+	DataDir string
+	Addr    string
+}
+
+// e2eTimings are short so that a node is lost within seconds.
+var e2eTimings = dispatch.Config{
+	NodeTimeout:       3 * time.Second,
+	HeartbeatInterval: 300 * time.Millisecond,
+	TickInterval:      100 * time.Millisecond,
+	LeaseRecheck:      200 * time.Millisecond,
+	KillGrace:         2 * time.Second,
+}
+
+// e2eServerMain runs the control plane until SIGTERM (or SIGKILL, which is the point).
+func e2eServerMain(raw string) int {
+	var cfg e2eServerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e server:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := runE2EServer(ctx, cfg, log); err != nil {
+		log.Error("e2e server failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) error {
+	st, err := store.Open(ctx, store.Config{DataDir: cfg.DataDir})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	d, err := dispatch.New(st, dispatchtest.FirstFit{}, audit.New(st, time.Now), time.Now, log, e2eTimings)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	go d.Run(ctx)
+	fmt.Println("serving")
+	return web.Serve(ctx, ln, web.NewRouter(web.Config{Store: st, Version: "e2e", Log: log, Dispatch: d}), log)
+}
