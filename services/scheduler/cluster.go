@@ -1,0 +1,395 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// gpuClass groups cards that match requests alike: same model and memory.
+type gpuClass struct {
+	model  string
+	memory int64
+}
+
+// gpuState is one card's free capacity.
+type gpuState struct {
+	index     int // the device index the node reports
+	class     int
+	memory    int64
+	freeMilli int
+	freeMem   int64
+	shares    int // fractional allocations on the card
+	peers     uint64
+	mig       bool
+	migUsed   []bool
+}
+
+// nodeState is one node's free capacity and the packing caches derived from it.
+type nodeState struct {
+	node        Node
+	freeCPU     int64
+	freeRAM     int64
+	freeScratch int64
+	gpus        []gpuState
+	idle        int64 // free milli-GPU on non-MIG cards
+	copies      []int64
+	cost        float64
+	// packSig hashes what the packing measure reads (free CPU and the multiset of
+	// card classes and free milli-GPU), so nodes alike share packing scores.
+	packSig uint64
+}
+
+// running is one allocation the cluster holds, with where it sits.
+type running struct {
+	alloc Allocation
+	node  int
+}
+
+// Cluster is the scheduler's incrementally updated view of the cluster: free capacity per
+// node and device, the running allocations, quota usage and the packing caches. Place
+// reads it; Assume and Release change it. It is not safe for concurrent use.
+type Cluster struct {
+	now     time.Time
+	nodes   []nodeState
+	byID    map[string]int
+	classes []gpuClass
+	pack    packing
+	running []running
+	quotas  *quotaLedger
+	scratch []int64
+	// memo caches packing scores by node and option signature within one stack.
+	memo map[uint64]float64
+}
+
+// NewCluster builds the cluster state from a snapshot's nodes, running allocations,
+// quotas and workload. Inconsistent input (unknown nodes or devices, over-committed
+// nodes) is an error naming what is wrong.
+func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
+	c := &Cluster{now: snap.Now, byID: make(map[string]int, len(snap.Nodes)), memo: map[uint64]float64{}}
+	classIDs := map[gpuClass]int{}
+	for i, n := range snap.Nodes {
+		if err := checkNode(n); err != nil {
+			return nil, fmt.Errorf("nodes[%d]: %w", i, err)
+		}
+		if _, dup := c.byID[n.ID]; dup {
+			return nil, &FieldError{Field: fmt.Sprintf("nodes[%d].id", i), Message: fmt.Sprintf("node %q is listed twice", n.ID)}
+		}
+		c.byID[n.ID] = i
+		ns := nodeState{node: n, freeCPU: n.CPUMilli, freeRAM: n.RAMMiB, freeScratch: n.ScratchMiB, gpus: make([]gpuState, len(n.GPUs))}
+		pos := map[int]int{}
+		for j, g := range n.GPUs {
+			pos[g.Index] = j
+		}
+		for j, g := range n.GPUs {
+			cl := gpuClass{model: g.Model, memory: g.MemoryMiB}
+			id, ok := classIDs[cl]
+			if !ok {
+				id = len(c.classes)
+				classIDs[cl] = id
+				c.classes = append(c.classes, cl)
+			}
+			gs := gpuState{index: g.Index, class: id, memory: g.MemoryMiB, freeMilli: 1000, freeMem: g.MemoryMiB}
+			for _, p := range g.NVLinkPeers {
+				gs.peers |= 1 << uint(pos[p])
+			}
+			if len(g.MIG) > 0 {
+				gs.mig = true
+				gs.freeMilli = 0
+				gs.migUsed = make([]bool, len(g.MIG))
+			}
+			ns.gpus[j] = gs
+		}
+		c.nodes = append(c.nodes, ns)
+	}
+	w := snap.Workload
+	if len(w) == 0 {
+		var reqs []Request
+		for _, a := range snap.Running {
+			reqs = append(reqs, a.Job.Request)
+		}
+		for _, j := range snap.Pending {
+			reqs = append(reqs, j.Request)
+		}
+		w = WorkloadFromRequests(reqs)
+	}
+	if len(w) == 0 {
+		w = defaultWorkload()
+	}
+	c.pack = newPacking(w, c.classes, cfg.StrandingWeight)
+	c.scratch = make([]int64, len(c.pack.groups))
+	for i := range c.nodes {
+		c.nodes[i].copies = make([]int64, len(c.pack.groups))
+		c.refresh(i)
+	}
+	quotas, err := newQuotaLedger(snap.Quotas)
+	if err != nil {
+		return nil, err
+	}
+	c.quotas = quotas
+	for i, a := range snap.Running {
+		if err := c.add(a); err != nil {
+			return nil, fmt.Errorf("running[%d]: %w", i, err)
+		}
+	}
+	return c, nil
+}
+
+// checkNode rejects node descriptions that cannot be scheduled against.
+func checkNode(n Node) error {
+	if n.ID == "" {
+		return &FieldError{Field: "id", Message: "must not be empty"}
+	}
+	if n.CPUMilli < 0 || n.RAMMiB < 0 || n.ScratchMiB < 0 {
+		return &FieldError{Field: "resources", Message: fmt.Sprintf("node %s has negative capacity", n.ID)}
+	}
+	if len(n.GPUs) > 64 {
+		return &FieldError{Field: "gpus", Message: fmt.Sprintf("node %s has %d GPUs; at most 64 are supported", n.ID, len(n.GPUs))}
+	}
+	seen := map[int]bool{}
+	for _, g := range n.GPUs {
+		if seen[g.Index] {
+			return &FieldError{Field: "gpus.index", Message: fmt.Sprintf("node %s lists GPU %d twice", n.ID, g.Index)}
+		}
+		seen[g.Index] = true
+		if g.MemoryMiB < 0 {
+			return &FieldError{Field: "gpus.memory_mib", Message: fmt.Sprintf("node %s GPU %d has negative memory", n.ID, g.Index)}
+		}
+	}
+	for _, g := range n.GPUs {
+		for _, p := range g.NVLinkPeers {
+			if !seen[p] || p == g.Index {
+				return &FieldError{Field: "gpus.nvlink_peers", Message: fmt.Sprintf("node %s GPU %d names NVLink peer %d, which is not another GPU of the node", n.ID, g.Index, p)}
+			}
+		}
+	}
+	return nil
+}
+
+// refresh recomputes node i's packing caches after its free capacity changed.
+func (c *Cluster) refresh(i int) {
+	n := &c.nodes[i]
+	n.idle = 0
+	n.packSig = mix(uint64(n.freeCPU))
+	for _, g := range n.gpus {
+		if !g.mig {
+			n.idle += int64(g.freeMilli)
+			n.packSig += cardSig(&g)
+		}
+	}
+	c.pack.copiesOf(n.gpus, n.copies)
+	n.cost = c.pack.cost(n.idle, n.freeCPU, n.copies)
+}
+
+// mix is SplitMix64's finaliser: a cheap, well-spread 64-bit hash.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// cardSig hashes what the packing measure reads of a card.
+func cardSig(g *gpuState) uint64 { return mix(uint64(g.class)<<16 | uint64(g.freeMilli)) }
+
+// Now is the time the cluster was built for.
+func (c *Cluster) Now() time.Time { return c.now }
+
+// add records a running allocation, charging its node and quota.
+func (c *Cluster) add(a Allocation) error {
+	i, ok := c.byID[a.Replica.NodeID]
+	if !ok {
+		return fmt.Errorf("job %s replica %d: node %q is unknown", a.Job.ID, a.Replica.Replica, a.Replica.NodeID)
+	}
+	if err := c.apply(i, a.Replica); err != nil {
+		return fmt.Errorf("job %s replica %d: %w", a.Job.ID, a.Replica.Replica, err)
+	}
+	c.running = append(c.running, running{alloc: a, node: i})
+	c.quotas.charge(a.Job.Team, c.replicaModels(i, a.Replica), 1)
+	return nil
+}
+
+// Assume commits a placement the caller is acting on: its replicas now hold their
+// resources, starting at the cluster's time.
+func (c *Cluster) Assume(job Job, p Placement) error {
+	for k, rp := range p.Replicas {
+		if err := c.add(Allocation{Job: job, Replica: rp, StartTime: c.now}); err != nil {
+			for _, done := range p.Replicas[:k] {
+				c.remove(job.ID, done.Replica)
+			}
+			return fmt.Errorf("assume job %s: %w", job.ID, err)
+		}
+	}
+	return nil
+}
+
+// Release frees every replica of a job (it finished, failed or was preempted).
+func (c *Cluster) Release(jobID string) error {
+	n := 0
+	for _, r := range slices.Clone(c.running) {
+		if r.alloc.Job.ID == jobID {
+			c.remove(jobID, r.alloc.Replica.Replica)
+			n++
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("release job %s: it holds no allocation", jobID)
+	}
+	return nil
+}
+
+// remove frees one replica.
+func (c *Cluster) remove(jobID string, replica int) {
+	k := slices.IndexFunc(c.running, func(r running) bool {
+		return r.alloc.Job.ID == jobID && r.alloc.Replica.Replica == replica
+	})
+	if k < 0 {
+		return
+	}
+	r := c.running[k]
+	c.quotas.charge(r.alloc.Job.Team, c.replicaModels(r.node, r.alloc.Replica), -1)
+	c.unapply(r.node, r.alloc.Replica)
+	c.running = slices.Delete(c.running, k, k+1)
+}
+
+// replicaModels returns the milli-GPU a replica holds per GPU model, for quotas.
+func (c *Cluster) replicaModels(node int, rp ReplicaPlacement) map[string]int64 {
+	if len(rp.Devices) == 0 {
+		return nil
+	}
+	out := map[string]int64{}
+	n := &c.nodes[node]
+	for _, d := range rp.Devices {
+		if p := n.gpuPos(d.GPUIndex); p >= 0 {
+			out[c.classes[n.gpus[p].class].model] += int64(d.Milli)
+		}
+	}
+	return out
+}
+
+// gpuPos maps a device index to its position in the node's card list, or -1.
+func (n *nodeState) gpuPos(index int) int {
+	for p := range n.gpus {
+		if n.gpus[p].index == index {
+			return p
+		}
+	}
+	return -1
+}
+
+// apply takes a replica's resources from node i, refusing anything that over-commits.
+func (c *Cluster) apply(i int, rp ReplicaPlacement) error {
+	n := &c.nodes[i]
+	if rp.CPUMilli > n.freeCPU || rp.RAMMiB > n.freeRAM || rp.ScratchMiB > n.freeScratch {
+		return fmt.Errorf("node %s: not enough free CPU, RAM or scratch", n.node.ID)
+	}
+	for k, d := range rp.Devices {
+		p := n.gpuPos(d.GPUIndex)
+		if p < 0 {
+			return fmt.Errorf("node %s has no GPU %d", n.node.ID, d.GPUIndex)
+		}
+		g := &n.gpus[p]
+		if d.MIGSlice != "" {
+			s := slices.IndexFunc(n.node.GPUs[p].MIG, func(m MIGSlice) bool { return m.ID == d.MIGSlice })
+			if s < 0 || g.migUsed[s] || slices.ContainsFunc(rp.Devices[:k], func(o DeviceAssignment) bool { return o.MIGSlice == d.MIGSlice }) {
+				return fmt.Errorf("node %s GPU %d: MIG slice %q is unknown or taken", n.node.ID, d.GPUIndex, d.MIGSlice)
+			}
+			continue
+		}
+		taken, mem := 0, int64(0)
+		for _, o := range rp.Devices[:k+1] {
+			if o.GPUIndex == d.GPUIndex && o.MIGSlice == "" {
+				taken += o.Milli
+				mem += o.MemoryMiB
+			}
+		}
+		if g.mig || d.Milli <= 0 || taken > g.freeMilli || mem > g.freeMem {
+			return fmt.Errorf("node %s GPU %d cannot take %d milli-GPU and %d MiB", n.node.ID, d.GPUIndex, d.Milli, d.MemoryMiB)
+		}
+	}
+	n.freeCPU -= rp.CPUMilli
+	n.freeRAM -= rp.RAMMiB
+	n.freeScratch -= rp.ScratchMiB
+	for _, d := range rp.Devices {
+		g := &n.gpus[n.gpuPos(d.GPUIndex)]
+		if d.MIGSlice != "" {
+			g.migUsed[slices.IndexFunc(n.node.GPUs[n.gpuPos(d.GPUIndex)].MIG, func(m MIGSlice) bool { return m.ID == d.MIGSlice })] = true
+			continue
+		}
+		g.freeMilli -= d.Milli
+		g.freeMem -= d.MemoryMiB
+		if d.Milli < 1000 {
+			g.shares++
+		}
+	}
+	c.refresh(i)
+	return nil
+}
+
+// unapply returns a replica's resources to node i.
+func (c *Cluster) unapply(i int, rp ReplicaPlacement) {
+	n := &c.nodes[i]
+	n.freeCPU += rp.CPUMilli
+	n.freeRAM += rp.RAMMiB
+	n.freeScratch += rp.ScratchMiB
+	for _, d := range rp.Devices {
+		p := n.gpuPos(d.GPUIndex)
+		g := &n.gpus[p]
+		if d.MIGSlice != "" {
+			g.migUsed[slices.IndexFunc(n.node.GPUs[p].MIG, func(m MIGSlice) bool { return m.ID == d.MIGSlice })] = false
+			continue
+		}
+		g.freeMilli += d.Milli
+		g.freeMem += d.MemoryMiB
+		if d.Milli < 1000 {
+			g.shares--
+		}
+	}
+	c.refresh(i)
+}
+
+// NodeFree is a node's free capacity, for callers that display or check it.
+type NodeFree struct {
+	CPUMilli   int64
+	RAMMiB     int64
+	ScratchMiB int64
+	GPUs       []GPUFree
+}
+
+// GPUFree is one card's free capacity; FreeMIG lists its free MIG slice IDs.
+type GPUFree struct {
+	Index         int
+	FreeMilli     int
+	FreeMemoryMiB int64
+	FreeMIG       []string
+}
+
+// Free returns a node's free capacity.
+func (c *Cluster) Free(nodeID string) (NodeFree, bool) {
+	i, ok := c.byID[nodeID]
+	if !ok {
+		return NodeFree{}, false
+	}
+	n := &c.nodes[i]
+	f := NodeFree{CPUMilli: n.freeCPU, RAMMiB: n.freeRAM, ScratchMiB: n.freeScratch}
+	for p, g := range n.gpus {
+		gf := GPUFree{Index: g.index, FreeMilli: g.freeMilli, FreeMemoryMiB: g.freeMem}
+		for s, used := range g.migUsed {
+			if !used {
+				gf.FreeMIG = append(gf.FreeMIG, n.node.GPUs[p].MIG[s].ID)
+			}
+		}
+		f.GPUs = append(f.GPUs, gf)
+	}
+	return f, true
+}
+
+// Running returns the allocations the cluster holds, assumed ones included.
+func (c *Cluster) Running() []Allocation {
+	out := make([]Allocation, len(c.running))
+	for i, r := range c.running {
+		out[i] = r.alloc
+	}
+	return out
+}

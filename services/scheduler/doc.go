@@ -1,0 +1,37 @@
+// Package scheduler decides which job runs where. It is pure: it reads a Snapshot (nodes
+// with their devices, running allocations, pending jobs, quotas, usage history, the
+// observed workload and the current time as a value) and returns decisions. It has no
+// database, clock, network or logger, so it is tested and benchmarked in isolation and
+// replays real traces (see the tracebench subpackage and `gantry bench trace`).
+//
+// # Structure
+//
+// The structure follows HashiCorp Nomad's scheduler: a placement is chosen by a chain
+// built in one place (newStack). Feasibility checkers reject nodes, each rejection
+// counted under its reason; the device stage turns a node into options (which cards,
+// which share, which MIG slice); quota admission filters options; scorers add their
+// values; the highest total wins and ties go to the node listed first. The same chain
+// serves both entry points:
+//
+//   - (*Scheduler).Place places one job against a *Cluster, the incrementally updated
+//     cluster state (NewCluster, Assume, Release). It is the dispatcher's per-job path
+//     and the policy `gantry bench trace` replays.
+//   - (*Scheduler).Schedule runs a whole cycle over a Snapshot: ordering, quotas, gangs,
+//     backfill and preemption, returning a Plan.
+//
+// # Placement
+//
+// The main scorer descends a fragmentation measure in the spirit of FGD (Weng et al.,
+// USENIX ATC'23), measured against the workload's typical request shapes
+// (WorkloadFromRequests). Where FGD asks how much idle GPU the next task of a shape could
+// not use, Gantry asks how much would stay unused if the node were filled with copies of
+// the shape, given its free CPU too, and adds the GPU its CPU cannot feed. That catches
+// the GPUs FGD strands on nodes whose CPU ran out. Further scorers keep multi-GPU jobs on
+// NVLink peers, give a job that names its GPU memory the smallest card that fits, steer
+// job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
+//
+// Devices: whole GPUs, shares of one GPU in milli-GPU with a GPU-memory limit (packed
+// onto cards already shared), and MIG slices as devices of their own. Requests that can
+// never fit are rejected at submission by ValidateRequest with a *FieldError naming the
+// field and the largest offer the cluster has.
+package scheduler

@@ -1,0 +1,136 @@
+package scheduler
+
+// Rejection reasons: the first feasibility check a node fails is counted under its name.
+const (
+	RejectCordoned  = "cordoned"
+	RejectPool      = "pool"
+	RejectSelector  = "node selector"
+	RejectSpot      = "spot not allowed"
+	RejectCPU       = "cpu"
+	RejectRAM       = "ram"
+	RejectScratch   = "scratch"
+	RejectGPUModel  = "gpu model"
+	RejectGPUCount  = "gpu count"
+	RejectGPUsBusy  = "gpus busy"
+	RejectMIG       = "mig profile"
+	RejectMIGBusy   = "mig busy"
+	RejectQuota     = "quota"
+	RejectReserved  = "reserved"
+	RejectNoNodes   = "no nodes"
+	RejectGangSplit = "gang"
+)
+
+// reason indexes the rejection counters; reasonNames maps them to the exported names.
+type reason uint8
+
+const (
+	reasonNone reason = iota
+	reasonCordoned
+	reasonPool
+	reasonSelector
+	reasonSpot
+	reasonCPU
+	reasonRAM
+	reasonScratch
+	reasonGPUModel
+	reasonGPUCount
+	reasonGPUsBusy
+	reasonMIG
+	reasonMIGBusy
+	reasonQuota
+	reasonReserved
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	"", RejectCordoned, RejectPool, RejectSelector, RejectSpot, RejectCPU, RejectRAM, RejectScratch,
+	RejectGPUModel, RejectGPUCount, RejectGPUsBusy, RejectMIG, RejectMIGBusy, RejectQuota, RejectReserved,
+}
+
+// checker is one feasibility test over a node, after Nomad's FeasibilityChecker: it
+// returns reasonNone when the node passes, else why it fails.
+type checker interface {
+	check(n *nodeState) reason
+}
+
+type cordonChecker struct{}
+
+func (cordonChecker) check(n *nodeState) reason {
+	if n.node.Cordoned {
+		return reasonCordoned
+	}
+	return reasonNone
+}
+
+type poolChecker struct{ pool string }
+
+func (c poolChecker) check(n *nodeState) reason {
+	if n.node.Pool != c.pool {
+		return reasonPool
+	}
+	return reasonNone
+}
+
+type selectorChecker struct{ labels map[string]string }
+
+func (c selectorChecker) check(n *nodeState) reason {
+	for k, v := range c.labels {
+		if got, ok := n.node.Labels[k]; !ok || got != v {
+			return reasonSelector
+		}
+	}
+	return reasonNone
+}
+
+type spotChecker struct{}
+
+func (spotChecker) check(n *nodeState) reason {
+	if n.node.Spot {
+		return reasonSpot
+	}
+	return reasonNone
+}
+
+// resourceChecker tests free CPU, RAM and scratch disk.
+type resourceChecker struct{ cpu, ram, scratch int64 }
+
+func (c resourceChecker) check(n *nodeState) reason {
+	switch {
+	case n.freeCPU < c.cpu:
+		return reasonCPU
+	case n.freeRAM < c.ram:
+		return reasonRAM
+	case n.freeScratch < c.scratch:
+		return reasonScratch
+	}
+	return reasonNone
+}
+
+// nodeCheckers are the checks that need only the node, cheapest and most selective first.
+func nodeCheckers(d *demand) []checker {
+	r := d.req
+	cs := []checker{cordonChecker{}}
+	if r.Pool != "" {
+		cs = append(cs, poolChecker{r.Pool})
+	}
+	if len(r.NodeSelector) > 0 {
+		cs = append(cs, selectorChecker{r.NodeSelector})
+	}
+	if !r.SpotAllowed {
+		cs = append(cs, spotChecker{})
+	}
+	return append(cs, resourceChecker{cpu: r.CPUMilli, ram: r.RAMMiB, scratch: r.ScratchMiB})
+}
+
+// rejections counts nodes per reason.
+type rejections [numReasons]int
+
+func (r *rejections) toMap() map[string]int {
+	m := map[string]int{}
+	for i, n := range r {
+		if n > 0 {
+			m[reasonNames[i]] = n
+		}
+	}
+	return m
+}

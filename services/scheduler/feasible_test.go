@@ -1,0 +1,63 @@
+package scheduler
+
+import "testing"
+
+func TestCheckers(t *testing.T) {
+	base := gpuNode("n1", "A100", 2, 40960, 16000, 64<<10)
+	base.Labels = map[string]string{"zone": "a", "ib": "yes"}
+	cordoned := base
+	cordoned.Cordoned = true
+	spot := base
+	spot.Spot = true
+	other := base
+	other.Pool = "batch"
+
+	cases := []struct {
+		name string
+		c    checker
+		node Node
+		want reason
+	}{
+		{"cordoned node rejected", cordonChecker{}, cordoned, reasonCordoned},
+		{"ready node passes cordon check", cordonChecker{}, base, reasonNone},
+		{"pool matches", poolChecker{"default"}, base, reasonNone},
+		{"other pool rejected", poolChecker{"default"}, other, reasonPool},
+		{"selector subset matches", selectorChecker{map[string]string{"zone": "a"}}, base, reasonNone},
+		{"selector value differs", selectorChecker{map[string]string{"zone": "b"}}, base, reasonSelector},
+		{"selector label missing", selectorChecker{map[string]string{"gpu-arch": ""}}, base, reasonSelector},
+		{"spot node rejected for on-demand job", spotChecker{}, spot, reasonSpot},
+		{"on-demand node passes spot check", spotChecker{}, base, reasonNone},
+		{"cpu fits exactly", resourceChecker{cpu: 16000}, base, reasonNone},
+		{"cpu short by one milli-core", resourceChecker{cpu: 16001}, base, reasonCPU},
+		{"ram short", resourceChecker{ram: 64<<10 + 1}, base, reasonRAM},
+		{"scratch short", resourceChecker{scratch: 1<<20 + 1}, base, reasonScratch},
+		{"cpu checked before ram", resourceChecker{cpu: 99999, ram: 99 << 20}, base, reasonCPU},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := newTestCluster(t, Snapshot{Nodes: []Node{tc.node}})
+			if got := tc.c.check(&c.nodes[0]); got != tc.want {
+				t.Fatalf("check = %q, want %q", reasonNames[got], reasonNames[tc.want])
+			}
+		})
+	}
+}
+
+func TestNodeCheckersFollowRequest(t *testing.T) {
+	cases := []struct {
+		name string
+		req  Request
+		want int
+	}{
+		{"plain request checks cordon, spot and resources", Request{}, 3},
+		{"spot allowed drops the spot check", Request{SpotAllowed: true}, 2},
+		{"pool and selector add their checks", Request{Pool: "p", NodeSelector: map[string]string{"a": "b"}}, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := len(nodeCheckers(&demand{req: tc.req})); got != tc.want {
+				t.Fatalf("%d checkers, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// randomNodes builds a mixed cluster: several models and sizes, NVLink pairs, MIG
+// cards, cordoned and spot nodes.
+func randomNodes(rng *rand.Rand, count int) []Node {
+	models := []struct {
+		name string
+		mem  int64
+	}{{"A100", 81920}, {"A100", 40960}, {"L4", 24576}, {"T4", 15360}, {"H100", 81920}}
+	var nodes []Node
+	for i := 0; i < count; i++ {
+		m := models[rng.Intn(len(models))]
+		gpus := []int{0, 1, 2, 4, 8}[rng.Intn(5)]
+		n := gpuNode(fmt.Sprintf("n%03d", i), m.name, gpus, m.mem, int64(8+rng.Intn(120))*1000, int64(32+rng.Intn(512))<<10)
+		n.Pool = []string{"default", "batch"}[rng.Intn(2)]
+		n.Spot = rng.Intn(5) == 0
+		n.Cordoned = rng.Intn(12) == 0
+		n.Labels = map[string]string{"zone": []string{"a", "b"}[rng.Intn(2)]}
+		if rng.Intn(2) == 0 {
+			n = nvlinkPairs(n)
+		}
+		if gpus > 0 && m.name == "A100" && rng.Intn(3) == 0 {
+			n.GPUs[0].MIG = []MIGSlice{migSlice(n.ID+"-m0", "1g.10gb", 10), migSlice(n.ID+"-m1", "1g.10gb", 10), migSlice(n.ID+"-m2", "2g.20gb", 20)}
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+func randomRequest(rng *rand.Rand) Request {
+	r := Request{CPUMilli: int64(rng.Intn(32)) * 1000, RAMMiB: int64(rng.Intn(128)) << 10, ScratchMiB: int64(rng.Intn(100)), SpotAllowed: rng.Intn(3) == 0}
+	switch rng.Intn(6) {
+	case 0:
+	case 1:
+		r.GPUs, r.GPUMilli = 1, []int{100, 250, 300, 470, 500, 810}[rng.Intn(6)]
+		if rng.Intn(3) == 0 {
+			r.GPUMemoryMiB = int64(2+rng.Intn(20)) << 10
+		}
+	case 2:
+		r.MIGProfile = []string{"1g.10gb", "2g.20gb"}[rng.Intn(2)]
+	default:
+		r.GPUs = []int{1, 1, 2, 4, 8}[rng.Intn(5)]
+		if rng.Intn(3) == 0 {
+			r.GPUMemoryMiB = int64(16+rng.Intn(64)) << 10
+		}
+	}
+	if (r.GPUs > 0 || r.MIGProfile != "") && rng.Intn(4) == 0 {
+		r.GPUModels = [][]string{{"A100"}, {"L4", "T4"}, {"H100", "A100"}}[rng.Intn(3)]
+	}
+	if rng.Intn(6) == 0 {
+		r.Pool = "batch"
+	}
+	if rng.Intn(8) == 0 {
+		r.NodeSelector = map[string]string{"zone": "b"}
+	}
+	if rng.Intn(6) == 0 {
+		r.Replicas = 2 + rng.Intn(3)
+	}
+	return r
+}
+
+// fitsSomewhere is an independent oracle over the public API: does any node fit one
+// replica of the request right now?
+func fitsSomewhere(c *Cluster, nodes []Node, r Request) bool {
+	for _, n := range nodes {
+		f, _ := c.Free(n.ID)
+		if n.Cordoned || (n.Spot && !r.SpotAllowed) || (r.Pool != "" && n.Pool != r.Pool) ||
+			f.CPUMilli < r.CPUMilli || f.RAMMiB < r.RAMMiB || f.ScratchMiB < r.ScratchMiB {
+			continue
+		}
+		if r.NodeSelector != nil && n.Labels["zone"] != r.NodeSelector["zone"] {
+			continue
+		}
+		modelOK := func(g GPU) bool { return len(r.GPUModels) == 0 || slices.Contains(r.GPUModels, g.Model) }
+		switch {
+		case r.MIGProfile != "":
+			for gi, g := range n.GPUs {
+				for _, s := range g.MIG {
+					if s.Profile == r.MIGProfile && modelOK(g) && slices.Contains(f.GPUs[gi].FreeMIG, s.ID) {
+						return true
+					}
+				}
+			}
+		case r.GPUs == 0:
+			return true
+		case r.GPUMilli > 0:
+			for gi, g := range n.GPUs {
+				limit := r.GPUMemoryMiB
+				if limit == 0 {
+					limit = g.MemoryMiB * int64(r.GPUMilli) / 1000
+				}
+				if len(g.MIG) == 0 && modelOK(g) && limit <= g.MemoryMiB && f.GPUs[gi].FreeMilli >= r.GPUMilli && f.GPUs[gi].FreeMemoryMiB >= limit {
+					return true
+				}
+			}
+		default:
+			free := 0
+			for gi, g := range n.GPUs {
+				if len(g.MIG) == 0 && modelOK(g) && g.MemoryMiB >= r.GPUMemoryMiB && f.GPUs[gi].FreeMilli == 1000 {
+					free++
+				}
+			}
+			if free >= r.GPUs {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestPlacementProperties replays random jobs on random clusters: a placement never
+// over-commits a node or device, incremental accounting matches a rebuild from the
+// running allocations, a gang is placed whole or not at all, and a job that fits
+// somewhere is never refused.
+func TestPlacementProperties(t *testing.T) {
+	for seed := int64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		nodes := randomNodes(rng, 12)
+		s, c := newTestCluster(t, Snapshot{Nodes: nodes})
+		for i := 0; i < 120; i++ {
+			j := job(fmt.Sprintf("s%d-j%d", seed, i), randomRequest(rng))
+			before := freeOf(c)
+			p, ok, ex := s.Place(c, j)
+			if after := freeOf(c); after != before {
+				t.Fatalf("seed %d job %d: Place changed the cluster", seed, i)
+			}
+			replicas := max(j.Request.Replicas, 1)
+			if !ok {
+				if replicas == 1 && fitsSomewhere(c, nodes, j.Request) {
+					t.Fatalf("seed %d: job %+v refused although a node fits it: %s", seed, j.Request, ex.Reason)
+				}
+				continue
+			}
+			if len(p.Replicas) != replicas {
+				t.Fatalf("seed %d: gang of %d placed %d replicas", seed, replicas, len(p.Replicas))
+			}
+			if err := c.Assume(j, p); err != nil {
+				t.Fatalf("seed %d: placement over-commits: %v", seed, err)
+			}
+			rebuilt, err := NewCluster(Snapshot{Now: t0, Nodes: nodes, Running: c.Running()}, s.Config())
+			if err != nil {
+				t.Fatalf("seed %d: running allocations over-commit: %v", seed, err)
+			}
+			if freeOf(rebuilt) != freeOf(c) {
+				t.Fatalf("seed %d: incremental state drifted from a rebuild", seed)
+			}
+			if rng.Intn(5) == 0 {
+				running := c.Running()
+				if err := c.Release(running[rng.Intn(len(running))].Job.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, n := range nodes {
+			f, _ := c.Free(n.ID)
+			if f.CPUMilli < 0 || f.RAMMiB < 0 || f.ScratchMiB < 0 {
+				t.Fatalf("seed %d: node %s over-committed: %+v", seed, n.ID, f)
+			}
+			for _, g := range f.GPUs {
+				if g.FreeMilli < 0 || g.FreeMemoryMiB < 0 {
+					t.Fatalf("seed %d: node %s GPU %d over-committed: %+v", seed, n.ID, g.Index, g)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package scheduler
+
+// stack is the placement chain for one replica: feasibility checks, device options,
+// quota, then scorers; the best option wins, the earlier node on ties. newStack is the
+// one place that builds it, so the dispatcher's per-job path and the full cycle rank
+// alike.
+type stack struct {
+	c        *Cluster
+	d        *demand
+	checkers []checker
+	scorers  []scorer
+	// reserved marks nodes held for a blocked job; nil holds none.
+	reserved []bool
+	quotaWhy string
+	rejected rejections
+	buf      []option
+}
+
+func newStack(c *Cluster, cfg Config, job *Job) *stack {
+	d := newDemand(c, job, cfg)
+	s := &stack{c: c, d: d, checkers: nodeCheckers(d), buf: make([]option, 0, 8)}
+	clear(c.memo)
+	s.scorers = append(s.scorers, packingScorer{c: c, cpu: d.req.CPUMilli})
+	if d.cards > 1 && d.milli == 1000 && cfg.NVLinkBonus > 0 {
+		s.scorers = append(s.scorers, nvlinkScorer{bonus: cfg.NVLinkBonus})
+	}
+	if d.milli == 1000 && d.req.GPUMemoryMiB > 0 && cfg.MemoryFitWeight > 0 {
+		s.scorers = append(s.scorers, memoryFitScorer{weight: cfg.MemoryFitWeight, want: d.req.GPUMemoryMiB})
+	}
+	if d.steer != nil && cfg.KindBonus > 0 {
+		s.scorers = append(s.scorers, kindScorer{bonus: cfg.KindBonus, classes: c.classes, steer: d.steer})
+	}
+	if d.req.SpotAllowed && cfg.SpotBonus > 0 {
+		s.scorers = append(s.scorers, spotScorer{bonus: cfg.SpotBonus})
+	}
+	return s
+}
+
+// best returns the highest-scoring option over all nodes, or false when none is feasible.
+func (s *stack) best() (option, bool) {
+	best := option{node: -1}
+	for i := range s.c.nodes {
+		n := &s.c.nodes[i]
+		if s.reserved != nil && s.reserved[i] {
+			s.rejected[reasonReserved]++
+			continue
+		}
+		if !s.feasible(n) {
+			continue
+		}
+		var why reason
+		s.buf, why = s.d.options(i, n, s.buf[:0])
+		if why != reasonNone {
+			s.rejected[why]++
+			continue
+		}
+		admitted := false
+		for k := range s.buf {
+			o := &s.buf[k]
+			if !s.admit(n, o) {
+				continue
+			}
+			admitted = true
+			for _, sc := range s.scorers {
+				o.score += sc.score(n, o)
+			}
+			if best.node < 0 || o.score > best.score {
+				best = *o
+			}
+		}
+		if !admitted {
+			s.rejected[reasonQuota]++
+		}
+	}
+	return best, best.node >= 0
+}
+
+func (s *stack) feasible(n *nodeState) bool {
+	for _, ch := range s.checkers {
+		if why := ch.check(n); why != reasonNone {
+			s.rejected[why]++
+			return false
+		}
+	}
+	return true
+}
+
+// admit checks the team's quota for the option's GPU model.
+func (s *stack) admit(n *nodeState, o *option) bool {
+	if o.n == 0 || !s.c.quotas.teams[s.d.team] {
+		return true
+	}
+	model := s.c.classes[n.gpus[o.cards[0]].class].model
+	ok, why := s.c.quotas.admit(s.d.team, model, int64(o.n*o.milli))
+	if !ok {
+		s.quotaWhy = why
+	}
+	return ok
+}
+
+// replica turns the chosen option into a replica placement.
+func (s *stack) replica(o option, index int) ReplicaPlacement {
+	n := &s.c.nodes[o.node]
+	return ReplicaPlacement{
+		Replica:    index,
+		NodeID:     n.node.ID,
+		Devices:    o.devices(n, s.c.classes),
+		CPUMilli:   s.d.req.CPUMilli,
+		RAMMiB:     s.d.req.RAMMiB,
+		ScratchMiB: s.d.req.ScratchMiB,
+	}
+}

@@ -1,0 +1,210 @@
+package scheduler
+
+import "time"
+
+// Node is one machine as the snapshot reports it: its allocatable capacity. What is in
+// use follows from the running allocations, so there is one source of truth for usage.
+type Node struct {
+	ID         string
+	Pool       string
+	Labels     map[string]string
+	Spot       bool
+	Cordoned   bool // accepts no new work
+	CPUMilli   int64
+	RAMMiB     int64
+	ScratchMiB int64
+	GPUs       []GPU
+}
+
+// GPU is one card on a node.
+type GPU struct {
+	Index     int
+	UUID      string
+	Model     string
+	MemoryMiB int64
+	// NVLinkPeers are the device indexes on the same node this card has NVLink to.
+	NVLinkPeers []int
+	// MIG lists the card's configured MIG instances; a MIG-enabled card is only
+	// schedulable through its slices, never whole or as a fraction.
+	MIG []MIGSlice
+}
+
+// MIGSlice is one MIG instance of a card, as NVML reports it.
+type MIGSlice struct {
+	ID        string // the MIG device UUID
+	Profile   string // e.g. "1g.10gb", "3g.40gb"
+	MemoryMiB int64
+}
+
+// Kind is what a job does; placement may steer kinds to GPU classes.
+type Kind string
+
+// Job kinds.
+const (
+	KindTraining  Kind = "training"
+	KindInference Kind = "inference"
+	KindBatch     Kind = "batch"
+)
+
+// Request is everything a submitter asks for. Resources are per replica.
+type Request struct {
+	GPUs int // whole GPUs per replica, 0..8; 1 with GPUMilli for a share
+	// GPUMilli asks for a share of one GPU (1..999 milli-GPU); 0 means whole GPUs.
+	GPUMilli int
+	// GPUMemoryMiB is the minimum card memory for whole GPUs and the memory limit of a share.
+	GPUMemoryMiB int64
+	// GPUModels lists acceptable models (e.g. A100, H100); empty accepts any model.
+	GPUModels []string
+	// MIGProfile asks for one MIG slice of this profile (e.g. "1g.10gb") instead of GPUs.
+	MIGProfile string
+	CPUMilli   int64
+	RAMMiB     int64
+	ScratchMiB int64
+	// Replicas > 1 makes a gang: all replicas start together or none does.
+	Replicas        int
+	Class           string // priority class name
+	Preemptible     bool
+	SpotAllowed     bool
+	Kind            Kind
+	ExpectedRuntime time.Duration // 0 = unknown
+	// Pool and NodeSelector restrict the nodes; empty means any.
+	Pool         string
+	NodeSelector map[string]string
+}
+
+// Job is a pending job: who asked, when, and for what.
+type Job struct {
+	ID   string
+	Team string
+	// SubmitTime starts the ageing clock; a requeued job keeps its original time.
+	SubmitTime time.Time
+	Request    Request
+}
+
+// DeviceAssignment is one device given to a replica.
+type DeviceAssignment struct {
+	GPUIndex int
+	UUID     string
+	Model    string
+	// Milli is the share of the card: 1000 for a whole card.
+	Milli int
+	// MemoryMiB is the card memory reserved: the whole card, or the share's limit.
+	MemoryMiB int64
+	// MIGSlice and MIGProfile are set when a MIG instance was assigned.
+	MIGSlice   string
+	MIGProfile string
+}
+
+// ReplicaPlacement puts one replica on one node.
+type ReplicaPlacement struct {
+	Replica    int
+	NodeID     string
+	Devices    []DeviceAssignment
+	CPUMilli   int64
+	RAMMiB     int64
+	ScratchMiB int64
+}
+
+// GPUMilli is the milli-GPU the replica holds.
+func (r ReplicaPlacement) GPUMilli() int64 {
+	var s int64
+	for _, d := range r.Devices {
+		s += int64(d.Milli)
+	}
+	return s
+}
+
+// Placement is the decision for one job: every replica, or nothing.
+type Placement struct {
+	JobID    string
+	Replicas []ReplicaPlacement
+}
+
+// Allocation is a running replica: the job it belongs to and where it runs.
+type Allocation struct {
+	Job     Job
+	Replica ReplicaPlacement
+	// StartTime is when it started; CheckpointTime its last checkpoint (zero: none).
+	StartTime      time.Time
+	CheckpointTime time.Time
+}
+
+// expectedEnd is when the allocation should finish, or zero when unknown.
+func (a Allocation) expectedEnd() time.Time {
+	if a.Job.Request.ExpectedRuntime <= 0 || a.StartTime.IsZero() {
+		return time.Time{}
+	}
+	return a.StartTime.Add(a.Job.Request.ExpectedRuntime)
+}
+
+// AnyModel is the Quota.Model that covers every model without a quota of its own.
+const AnyModel = ""
+
+// Quota is a team's GPU quota for one model, in milli-GPU, after Kueue's ClusterQueue:
+// Nominal is guaranteed; up to BorrowingLimit more may be borrowed from the cohort; up to
+// LendingLimit of the unused nominal is lent to it. A negative limit means unlimited.
+type Quota struct {
+	Team           string
+	Model          string
+	Cohort         string
+	Nominal        int64
+	BorrowingLimit int64
+	LendingLimit   int64
+}
+
+// UsageRecord is past use by a team over [Start, End), for fair share.
+type UsageRecord struct {
+	Team     string
+	Start    time.Time
+	End      time.Time
+	GPUMilli int64
+	CPUMilli int64
+	RAMMiB   int64
+}
+
+// Snapshot is the scheduler's whole input: the cluster, the queue, quotas, history and
+// the current time as a value.
+type Snapshot struct {
+	Now     time.Time
+	Nodes   []Node
+	Running []Allocation
+	Pending []Job
+	Quotas  []Quota
+	Usage   []UsageRecord
+	// Workload is the observed distribution of request shapes; empty derives it from
+	// the running and pending jobs.
+	Workload Workload
+}
+
+// Preemption evicts a running job to make room for a pending one.
+type Preemption struct {
+	JobID  string
+	Team   string
+	Class  string
+	For    string // the pending job that needs the room
+	Reason string
+}
+
+// Unplaced is a pending job the plan does not start, with why.
+type Unplaced struct {
+	JobID       string
+	Explanation Explanation
+}
+
+// Plan is the scheduler's whole output for one cycle.
+type Plan struct {
+	Placements  []Placement
+	Preemptions []Preemption
+	Unplaced    []Unplaced
+	// Reservation is set when the head of the queue is blocked: where and when it will
+	// start; backfilled jobs never delay it.
+	Reservation *Reservation
+}
+
+// Reservation holds room for a blocked job.
+type Reservation struct {
+	JobID   string
+	NodeIDs []string
+	// Start is the earliest start the running jobs' expected ends allow; zero when unknown.
+	Start time.Time
+}
