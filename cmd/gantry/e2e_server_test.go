@@ -15,6 +15,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/web"
 )
 
@@ -63,7 +64,13 @@ func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) er
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	d, err := dispatch.New(st, dispatchtest.FirstFit{}, audit.New(st, time.Now), time.Now, log, e2eTimings)
+	tel, err := telemetry.New(st, telemetry.Config{})
+	if err != nil {
+		return err
+	}
+	d, err := dispatch.New(dispatch.Deps{
+		Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
+	}, e2eTimings)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,9 @@ func newCluster(t *testing.T) *cluster {
 	}
 	c.audit = audit.New(c.st, time.Now)
 	c.jobs = jobs.New(c.st, c.audit, noKick{})
-	c.disp, err = dispatch.New(c.st, dispatchtest.FirstFit{}, c.audit, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)), e2eTimings)
+	c.disp, err = dispatch.New(dispatch.Deps{
+		Store: c.st, Scheduler: dispatchtest.FirstFit{}, Audit: c.audit, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, e2eTimings)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,6 +187,9 @@ func (a *Agent) heartbeatLoop(ctx context.Context, fatal context.CancelCauseFunc
 		case err == nil:
 			a.setTiming(res.Timing)
 			a.renewFence(sent)
+			if res.TelemetryError != "" {
+				a.log.Warn("the server refused this heartbeat's GPU sample", "why", res.TelemetryError)
+			}
 		case errors.Is(err, ErrUnauthorized):
 			fatal(fmt.Errorf("the server refused this node's credential (revoked, or the node was deleted): remove %s and join again with a new join token: %w",
 				filepath.Join(a.cfg.DataDir, identityFile), err))

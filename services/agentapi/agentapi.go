@@ -103,6 +103,8 @@ type HeartbeatRequest struct {
 type HeartbeatResponse struct {
 	NodeState       string `json:"node_state"`
 	NodeStateReason string `json:"node_state_reason,omitempty"`
+	// TelemetryError says why the heartbeat's sample was refused; the heartbeat itself counted.
+	TelemetryError string `json:"telemetry_error,omitempty"`
 	Timing
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // Authenticate returns the node whose agent holds credential.
@@ -82,5 +85,28 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 		s.log.Info("lost node is back", "node", node.Name)
 		s.Kick()
 	}
-	return agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing()}, nil
+	res := agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing()}
+	if req.Sample != nil && s.telemetry != nil {
+		if err := s.ingest(ctx, node, *req.Sample, now); err != nil {
+			// Liveness stands; only the sample is dropped, and the agent is told why.
+			s.log.Warn("telemetry of a heartbeat dropped", "node", node.Name, "err", err)
+			res.TelemetryError = err.Error()
+		}
+	}
+	return res, nil
+}
+
+// ingest stores a heartbeat's GPU sample, each device's reading attributed to the
+// job that holds it alone.
+func (s *Service) ingest(ctx context.Context, node *models.Node, sample gpu.Sample, now time.Time) error {
+	allocs, err := s.store.ActiveAllocations(ctx, node.ID)
+	if err != nil {
+		return err
+	}
+	jobs, err := telemetry.JobsOfDevices(allocs)
+	if err != nil {
+		return err
+	}
+	_, err = s.telemetry.Ingest(ctx, now, telemetry.NodeSample{NodeID: node.ID, Sample: sample, Jobs: jobs})
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // clock is a settable clock for the service under test.
@@ -42,8 +43,10 @@ type env struct {
 	svc   *dispatch.Service
 	clock *clock
 	audit *audit.Log
-	user  *models.User
-	proj  *models.Project
+	// telemetry keeps what heartbeats carry.
+	telemetry *telemetry.Service
+	user      *models.User
+	proj      *models.Project
 }
 
 var testConfig = dispatch.Config{
@@ -55,6 +58,10 @@ func newEnv(t *testing.T, st *store.Store, sched dispatch.Scheduler) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), st: st, clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
 	e.audit = audit.New(st, e.clock.now)
+	var err error
+	if e.telemetry, err = telemetry.New(st, telemetry.Config{}); err != nil {
+		t.Fatal(err)
+	}
 	e.svc = e.restart(sched)
 	e.user = &models.User{Username: "ada"}
 	if err := st.CreateUser(e.ctx, e.user); err != nil {
@@ -74,7 +81,9 @@ func newEnv(t *testing.T, st *store.Store, sched dispatch.Scheduler) *env {
 // restart builds a new service over the same store, as a restarted server does.
 func (e *env) restart(sched dispatch.Scheduler) *dispatch.Service {
 	e.t.Helper()
-	svc, err := dispatch.New(e.st, sched, e.audit, e.clock.now, slog.New(slog.NewTextHandler(io.Discard, nil)), testConfig)
+	svc, err := dispatch.New(dispatch.Deps{
+		Store: e.st, Scheduler: sched, Audit: e.audit, Telemetry: e.telemetry, Now: e.clock.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, testConfig)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
+	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -184,6 +185,42 @@ func TestOvercommittingPlanIsRefused(t *testing.T) {
 		e.wantState(second.ID, models.JobQueued)
 		if l := e.leases(n).Allocations; len(l) != 1 {
 			t.Fatalf("leases = %+v", l)
+		}
+	})
+}
+
+// Heartbeats carry GPU samples; each reading is kept, under the job that holds the
+// GPU. A sample that cannot be kept is refused without failing the heartbeat.
+func TestHeartbeatTelemetry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "2xL4-24GB")
+		j := e.submit("train", 1)
+		e.svc.Tick(e.ctx)
+		sim, err := gpu.NewSimulated("2xL4-24GB", "gpu-1", e.clock.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sample, err := sim.Sample(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.svc.Heartbeat(e.ctx, n.Node, agentapi.HeartbeatRequest{Sample: &sample})
+		if err != nil || res.TelemetryError != "" {
+			t.Fatalf("heartbeat = %+v, %v", res, err)
+		}
+		held := e.leases(n).Allocations[0].Devices[0].UUID
+		rows, err := st.Telemetry(e.ctx, store.TelemetryFilter{JobID: j.ID, Resolution: models.ResolutionRaw})
+		if err != nil || len(rows) != 1 || rows[0].DeviceUUID != held || rows[0].NodeID != n.ID {
+			t.Fatalf("telemetry of the job = %+v, %v", rows, err)
+		}
+		sample.Time = e.clock.now().Add(time.Hour) // a node clock an hour fast
+		res, err = e.svc.Heartbeat(e.ctx, n.Node, agentapi.HeartbeatRequest{Sample: &sample})
+		if err != nil || res.TelemetryError == "" {
+			t.Fatalf("heartbeat with a bad sample = %+v, %v; want it counted and the sample refused", res, err)
+		}
+		if got, _ := st.NodeByID(e.ctx, n.ID); !got.LastHeartbeatAt.Equal(e.clock.now()) {
+			t.Fatalf("the heartbeat did not count: %v", got.LastHeartbeatAt)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // Config holds the protocol's timings.
@@ -69,33 +70,54 @@ func (e *LogOffsetError) Error() string {
 
 // Service is the dispatch side of the control plane. It is safe for concurrent use.
 type Service struct {
-	store   *store.Store
-	sched   Scheduler
-	audit   *audit.Log
-	now     func() time.Time
-	log     *slog.Logger
-	cfg     Config
-	started time.Time
-	kick    chan struct{}
-	nodes   *notifier
+	store     *store.Store
+	sched     Scheduler
+	audit     *audit.Log
+	telemetry TelemetrySink
+	now       func() time.Time
+	log       *slog.Logger
+	cfg       Config
+	started   time.Time
+	kick      chan struct{}
+	nodes     *notifier
 }
 
-// New returns the dispatch service over st, placing jobs with sched and recording
-// joins, refusals, lost nodes and cancellations in the audit log.
-func New(st *store.Store, sched Scheduler, auditLog *audit.Log, now func() time.Time, log *slog.Logger, cfg Config) (*Service, error) {
+// TelemetrySink stores the GPU samples that heartbeats carry; services/telemetry implements it.
+type TelemetrySink interface {
+	Ingest(ctx context.Context, now time.Time, ns telemetry.NodeSample) (int, error)
+}
+
+// Deps are what the service works with.
+type Deps struct {
+	Store     *store.Store
+	Scheduler Scheduler
+	// Audit records joins, refused agents, lost nodes and cancellations.
+	Audit *audit.Log
+	// Telemetry keeps the heartbeats' GPU samples; nil drops them.
+	Telemetry TelemetrySink
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// New returns the dispatch service.
+func New(d Deps, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("dispatch config: %w", err)
 	}
+	if d.Store == nil || d.Scheduler == nil || d.Audit == nil || d.Now == nil || d.Log == nil {
+		return nil, errors.New("dispatch needs a store, a scheduler, an audit log, a clock and a logger")
+	}
 	return &Service{
-		store:   st,
-		sched:   sched,
-		audit:   auditLog,
-		now:     now,
-		log:     log,
-		cfg:     cfg,
-		started: now().UTC(),
-		kick:    make(chan struct{}, 1),
-		nodes:   newNotifier(),
+		store:     d.Store,
+		sched:     d.Scheduler,
+		audit:     d.Audit,
+		telemetry: d.Telemetry,
+		now:       d.Now,
+		log:       d.Log,
+		cfg:       cfg,
+		started:   d.Now().UTC(),
+		kick:      make(chan struct{}, 1),
+		nodes:     newNotifier(),
 	}, nil
 }
 
