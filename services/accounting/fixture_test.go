@@ -186,7 +186,7 @@ func fresh(t *testing.T, s *store.Store) *store.Store {
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

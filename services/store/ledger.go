@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -64,7 +65,8 @@ func (s *Store) AppendLedgerEntries(ctx context.Context, entries []models.Ledger
 		return nil
 	}
 	err := s.InTx(ctx, func(tx *Store) error {
-		if err := translate(tx.with(ctx).CreateInBatches(&entries, 500).Error); err != nil {
+		// Already in a transaction: no savepoint per batch (SQLite journals every page of one).
+		if err := translate(tx.batch(ctx).CreateInBatches(&entries, 100).Error); err != nil {
 			return err
 		}
 		return tx.addToDailyLedger(ctx, entries)
@@ -110,4 +112,9 @@ func (s *Store) LedgerEntriesBetween(ctx context.Context, resource string, jobs 
 		return nil, fmt.Errorf("ledger entries of %s between %s and %s: %w", resource, from.Format(time.RFC3339), to.Format(time.RFC3339), err)
 	}
 	return out, nil
+}
+
+// batch is a handle for bulk inserts inside a transaction the caller holds.
+func (s *Store) batch(ctx context.Context) *gorm.DB {
+	return s.with(ctx).Session(&gorm.Session{SkipDefaultTransaction: true})
 }

@@ -58,7 +58,7 @@ func (s *Store) addToDailyLedger(ctx context.Context, entries []models.LedgerEnt
 			"amount_micros":  gorm.Expr("ledger_daily.amount_micros + excluded.amount_micros"),
 		}),
 	}
-	if err := s.with(ctx).Clauses(upsert).CreateInBatches(&rows, 500).Error; err != nil {
+	if err := s.batch(ctx).Clauses(upsert).CreateInBatches(&rows, 100).Error; err != nil {
 		return fmt.Errorf("add to the daily ledger: %w", err)
 	}
 	return nil

@@ -1,0 +1,232 @@
+package accounting
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// DefaultThresholds are the percentages of a budget whose crossing raises an alert.
+var DefaultThresholds = []int{50, 80, 100}
+
+// maxBudgetMicros is a billion currency units a month: more is a typo.
+const maxBudgetMicros = 1_000_000_000 * MicrosPerUnit
+
+// BudgetInput is a monthly budget of a team or of a project.
+type BudgetInput struct {
+	TeamID       *int64
+	ProjectID    *int64
+	AmountMicros int64
+	Thresholds   []int // percentages; nil for DefaultThresholds
+}
+
+// CreateBudget validates and stores a monthly budget; a team or project has at most one.
+func (a *Accounting) CreateBudget(ctx context.Context, in BudgetInput) (*models.Budget, error) {
+	thresholds, err := validateBudget(&in)
+	if err != nil {
+		return nil, err
+	}
+	if (in.TeamID == nil) == (in.ProjectID == nil) {
+		return nil, models.Invalid("team_id", "a budget belongs to one team or to one project: give team_id or project_id")
+	}
+	if err := a.checkOwner(ctx, in); err != nil {
+		return nil, err
+	}
+	b := &models.Budget{TeamID: in.TeamID, ProjectID: in.ProjectID, AmountMicros: in.AmountMicros, Thresholds: thresholds}
+	if err := a.store.CreateBudget(ctx, b); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			field := "team_id"
+			if in.ProjectID != nil {
+				field = "project_id"
+			}
+			return nil, models.Invalid(field, "has a budget already; change that one")
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// UpdateBudget changes the amount and thresholds of budget id (not whose it is).
+func (a *Accounting) UpdateBudget(ctx context.Context, id int64, in BudgetInput) (*models.Budget, error) {
+	thresholds, err := validateBudget(&in)
+	if err != nil {
+		return nil, err
+	}
+	b, err := a.store.BudgetByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	b.AmountMicros, b.Thresholds = in.AmountMicros, thresholds
+	if err := a.store.UpdateBudget(ctx, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// DeleteBudget removes budget id.
+func (a *Accounting) DeleteBudget(ctx context.Context, id int64) error {
+	return a.store.DeleteBudget(ctx, id)
+}
+
+// Budgets returns every budget.
+func (a *Accounting) Budgets(ctx context.Context) ([]models.Budget, error) {
+	return a.store.Budgets(ctx)
+}
+
+// validateBudget checks amount and thresholds and returns the thresholds as stored.
+func validateBudget(in *BudgetInput) (string, error) {
+	switch {
+	case in.AmountMicros <= 0:
+		return "", models.Invalid("amount_micros", "%d is not a budget: give more than 0 micro-units a month", in.AmountMicros)
+	case in.AmountMicros > maxBudgetMicros:
+		return "", models.Invalid("amount_micros", "%s a month is absurd; at most %s", FormatMoney(in.AmountMicros), FormatMoney(maxBudgetMicros))
+	}
+	ts := in.Thresholds
+	if ts == nil {
+		ts = DefaultThresholds
+	}
+	if len(ts) == 0 || len(ts) > 10 {
+		return "", models.Invalid("thresholds", "give 1 to 10 percentages, e.g. 50, 80, 100")
+	}
+	ts = slices.Clone(ts)
+	slices.Sort(ts)
+	for i, t := range ts {
+		if t < 1 || t > 1000 {
+			return "", models.Invalid("thresholds", "%d%% is not a threshold: each is 1 to 1000 percent of the budget", t)
+		}
+		if i > 0 && ts[i-1] == t {
+			return "", models.Invalid("thresholds", "%d%% is given twice", t)
+		}
+	}
+	raw, err := json.Marshal(ts)
+	if err != nil {
+		return "", fmt.Errorf("encode thresholds: %w", err)
+	}
+	return string(raw), nil
+}
+
+func (a *Accounting) checkOwner(ctx context.Context, in BudgetInput) error {
+	if in.ProjectID != nil {
+		if _, err := a.store.ProjectByID(ctx, *in.ProjectID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return models.Invalid("project_id", "there is no project %d", *in.ProjectID)
+			}
+			return err
+		}
+		return nil
+	}
+	teams, err := a.store.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range teams {
+		if t.ID == *in.TeamID {
+			return nil
+		}
+	}
+	return models.Invalid("team_id", "there is no team %d", *in.TeamID)
+}
+
+// Thresholds returns the percentages of b, ascending.
+func Thresholds(b models.Budget) []int {
+	var ts []int
+	if err := json.Unmarshal([]byte(b.Thresholds), &ts); err != nil || len(ts) == 0 {
+		return DefaultThresholds
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// BudgetStatus is where a budget stands in the month of now.
+type BudgetStatus struct {
+	Budget     models.Budget
+	Thresholds []int
+	Month      time.Time // the first day of the month, UTC
+	Spent      int64     // micro-units this month so far
+	// Burn is the mean daily spend over the whole days of the burn window before today.
+	Burn int64
+	// Forecast is Spent plus the burn rate over the rest of the month.
+	Forecast int64
+	// Crossed lists the thresholds that Spent has reached.
+	Crossed []int
+}
+
+// SpentPercent and ForecastPercent relate the spend to the budget.
+func (s BudgetStatus) SpentPercent() float64 {
+	return 100 * float64(s.Spent) / float64(s.Budget.AmountMicros)
+}
+
+// ForecastPercent is the forecast as a percentage of the budget.
+func (s BudgetStatus) ForecastPercent() float64 {
+	return 100 * float64(s.Forecast) / float64(s.Budget.AmountMicros)
+}
+
+// BudgetStatus works out b's spend, burn rate and month-end forecast at now, taking the
+// burn rate over the whole days of burnWindow before today.
+func (a *Accounting) BudgetStatus(ctx context.Context, b models.Budget, now time.Time, burnWindow time.Duration) (BudgetStatus, error) {
+	now = now.UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	next := month.AddDate(0, 1, 0)
+	today := now.Truncate(24 * time.Hour)
+	days := max(1, int(burnWindow/(24*time.Hour)))
+	st := BudgetStatus{Budget: b, Thresholds: Thresholds(b), Month: month}
+	var err error
+	if st.Spent, err = a.spend(ctx, b, month, next); err != nil {
+		return BudgetStatus{}, err
+	}
+	window, err := a.spend(ctx, b, today.AddDate(0, 0, -days), today)
+	if err != nil {
+		return BudgetStatus{}, err
+	}
+	st.Burn = window / int64(days)
+	remaining := int64(next.Sub(now) / time.Second)
+	st.Forecast = st.Spent + mulDiv(window, remaining, 1, int64(days)*86_400)
+	for _, t := range st.Thresholds {
+		if st.Spent*100 >= int64(t)*b.AmountMicros {
+			st.Crossed = append(st.Crossed, t)
+		}
+	}
+	return st, nil
+}
+
+// BudgetStatuses returns the status of every budget at now.
+func (a *Accounting) BudgetStatuses(ctx context.Context, now time.Time, burnWindow time.Duration) ([]BudgetStatus, error) {
+	budgets, err := a.store.Budgets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BudgetStatus, 0, len(budgets))
+	for _, b := range budgets {
+		st, err := a.BudgetStatus(ctx, b, now, burnWindow)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// spend is what b's team or project was charged in [from, to).
+func (a *Accounting) spend(ctx context.Context, b models.Budget, from, to time.Time) (int64, error) {
+	q := store.RollupQuery{From: from, To: to, ChargedOnly: true}
+	if b.TeamID != nil {
+		q.TeamIDs = []int64{*b.TeamID}
+	} else if b.ProjectID != nil {
+		q.ProjectIDs = []int64{*b.ProjectID}
+	}
+	rows, err := a.store.CostRollup(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("spend of budget %d: %w", b.ID, err)
+	}
+	var total int64
+	for _, r := range rows {
+		total += r.AmountMicros
+	}
+	return total, nil
+}
