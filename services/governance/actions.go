@@ -1,0 +1,247 @@
+package governance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// actor names governance in job events.
+const actor = "governance"
+
+// ActionRecord is what an alert's action did (or, in a dry run, would have done), kept
+// on the alert as JSON so that it can be shown and reverted.
+type ActionRecord struct {
+	Kind   string      `json:"kind"`
+	Rule   string      `json:"rule"`
+	DryRun bool        `json:"dry_run"`
+	At     time.Time   `json:"at"`
+	Jobs   []JobChange `json:"jobs"`
+	// Notes say what was left alone and why, or why the action failed.
+	Notes      []string   `json:"notes,omitempty"`
+	Failed     bool       `json:"failed,omitempty"`
+	RevertedAt *time.Time `json:"reverted_at,omitempty"`
+	RevertedBy string     `json:"reverted_by,omitempty"`
+}
+
+// JobChange is one job an action changed: its state (hold, stop) or priority class.
+type JobChange struct {
+	JobID int64  `json:"job_id"`
+	Name  string `json:"name"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// Action reads the action record of an alert; ok is false when it took none.
+func Action(a models.Alert) (ActionRecord, bool) {
+	var rec ActionRecord
+	if a.ActionTaken == "" || json.Unmarshal([]byte(a.ActionTaken), &rec) != nil {
+		return ActionRecord{}, false
+	}
+	return rec, true
+}
+
+// act carries out (or dry-runs) r's action for the new alert a, records it on a and in
+// the audit log, and returns a problem line when it failed.
+func (s *Service) act(ctx context.Context, r models.AlertRule, a *models.Alert, f finding, now time.Time) string {
+	rec := ActionRecord{Kind: r.Action, Rule: r.Name, DryRun: r.DryRun, At: now}
+	reason := fmt.Sprintf("alert #%d of rule %s: %s", a.ID, r.Name, f.summary)
+	var err error
+	switch r.Action {
+	case ActionHold:
+		err = s.hold(ctx, f.projectIDs, reason, &rec)
+	case ActionLowerPriority:
+		err = s.lowerPriority(ctx, f, reason, &rec)
+	case ActionStop:
+		err = s.stop(ctx, f.jobID, reason, &rec)
+	default:
+		err = fmt.Errorf("unknown action %q", r.Action)
+	}
+	if err != nil {
+		rec.Failed = true
+		rec.Notes = append(rec.Notes, err.Error())
+	}
+	if err := s.record(ctx, a, rec, "governance.action", map[string]any{"rule": r.Name, "evidence": json.RawMessage(a.Evidence)}); err != nil {
+		return fmt.Sprintf("alert #%d: record action: %v", a.ID, err)
+	}
+	if rec.Failed {
+		s.log.Warn("governance action failed", "alert", a.ID, "rule", r.Name, "action", r.Action, "notes", rec.Notes)
+		return fmt.Sprintf("alert #%d: %s failed: %s", a.ID, r.Action, rec.Notes[len(rec.Notes)-1])
+	}
+	return ""
+}
+
+// record writes rec onto a and appends an audit event, in one transaction.
+func (s *Service) record(ctx context.Context, a *models.Alert, rec ActionRecord, action string, detail map[string]any) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode action: %w", err)
+	}
+	a.ActionTaken = string(raw)
+	detail["action"] = rec
+	return s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.UpdateAlert(ctx, a); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "alert", ObjectID: fmt.Sprint(a.ID), Detail: detail})
+	})
+}
+
+// queuedJobs lists the queued jobs of projects.
+func (s *Service) queuedJobs(ctx context.Context, projectIDs []int64) ([]models.Job, error) {
+	if len(projectIDs) == 0 {
+		return nil, nil
+	}
+	var out []models.Job
+	for before := int64(0); ; {
+		page, err := s.store.Jobs(ctx, store.JobFilter{ProjectIDs: projectIDs, States: []string{models.JobQueued}, BeforeID: before, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < 500 {
+			return out, nil
+		}
+		before = page[len(page)-1].ID
+	}
+}
+
+// hold moves the queued jobs of projects to held.
+func (s *Service) hold(ctx context.Context, projectIDs []int64, reason string, rec *ActionRecord) error {
+	jobs, err := s.queuedJobs(ctx, projectIDs)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if !rec.DryRun {
+			err := s.store.TransitionJob(ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: "governance", Message: reason, Actor: actor})
+			if errors.Is(err, store.ErrStale) {
+				rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) left the queue meanwhile: not held", j.Name, j.ID))
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		rec.Jobs = append(rec.Jobs, JobChange{JobID: j.ID, Name: j.Name, From: models.JobQueued, To: models.JobHeld})
+	}
+	return nil
+}
+
+// lowerPriority moves a job (job rules) or the queued jobs of the projects (other
+// rules) one priority class down.
+func (s *Service) lowerPriority(ctx context.Context, f finding, reason string, rec *ActionRecord) error {
+	var jobs []models.Job
+	if f.jobID != 0 {
+		j, err := s.store.JobByID(ctx, f.jobID)
+		if err != nil {
+			return err
+		}
+		jobs = []models.Job{*j}
+	} else {
+		var err error
+		if jobs, err = s.queuedJobs(ctx, f.projectIDs); err != nil {
+			return err
+		}
+	}
+	classes, err := s.store.PriorityClasses(ctx) // highest weight first
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		lower := ""
+		for i, c := range classes {
+			if c.Name == j.PriorityClass && i+1 < len(classes) {
+				lower = classes[i+1].Name
+			}
+		}
+		if lower == "" {
+			rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) is in the lowest class %s already", j.Name, j.ID, j.PriorityClass))
+			continue
+		}
+		if !rec.DryRun {
+			err := s.store.SetJobPriorityClass(ctx, j.ID, j.PriorityClass, lower, "governance", reason, actor)
+			if errors.Is(err, store.ErrStale) {
+				rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) changed class meanwhile: left alone", j.Name, j.ID))
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		rec.Jobs = append(rec.Jobs, JobChange{JobID: j.ID, Name: j.Name, From: j.PriorityClass, To: lower})
+	}
+	return nil
+}
+
+// stop asks dispatch to checkpoint and stop the job and hold it.
+func (s *Service) stop(ctx context.Context, jobID int64, reason string, rec *ActionRecord) error {
+	j, err := s.store.JobByID(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if j.State != models.JobRunning {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) is %s, not running: left alone", j.Name, j.ID, j.State))
+		return nil
+	}
+	if !rec.DryRun {
+		if s.stopper == nil {
+			return errors.New("no stopper is configured: this server cannot stop jobs")
+		}
+		if err := s.stopper.CheckpointAndStop(ctx, j.ID, reason); err != nil {
+			return fmt.Errorf("checkpoint and stop job %d: %w", j.ID, err)
+		}
+	}
+	rec.Jobs = append(rec.Jobs, JobChange{JobID: j.ID, Name: j.Name, From: models.JobRunning, To: models.JobHeld})
+	return nil
+}
+
+// Revert undoes the action of alert id as far as the jobs still are as it left them:
+// held jobs go back to the queue, lowered jobs back to their class. What changed since
+// is left alone and noted. The actor of ctx is recorded and audited.
+func (s *Service) Revert(ctx context.Context, id int64, now time.Time) (*models.Alert, error) {
+	a, err := s.store.AlertByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, ok := Action(*a)
+	switch {
+	case !ok:
+		return nil, models.Invalid("alert", "alert #%d took no action", id)
+	case rec.DryRun:
+		return nil, models.Invalid("alert", "alert #%d only dry-ran its action: there is nothing to revert", id)
+	case rec.RevertedAt != nil:
+		return nil, models.Invalid("alert", "the action of alert #%d was reverted at %s by %s", id, rec.RevertedAt.Format(time.RFC3339), rec.RevertedBy)
+	}
+	who := audit.ActorFrom(ctx).Name
+	for _, c := range rec.Jobs {
+		var err error
+		switch rec.Kind {
+		case ActionHold, ActionStop:
+			err = s.store.TransitionJob(ctx, c.JobID, store.Transition{From: models.JobHeld, To: models.JobQueued, Reason: "governance-reverted",
+				Message: fmt.Sprintf("action of alert #%d reverted by %s", id, who), Actor: who})
+		case ActionLowerPriority:
+			err = s.store.SetJobPriorityClass(ctx, c.JobID, c.To, c.From, "governance-reverted",
+				fmt.Sprintf("action of alert #%d reverted by %s", id, who), who)
+		}
+		if errors.Is(err, store.ErrStale) {
+			rec.Notes = append(rec.Notes, fmt.Sprintf("revert: job %s (#%d) is no longer %s: left alone", c.Name, c.JobID, c.To))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("revert action of alert %d: %w", id, err)
+		}
+	}
+	t := now.UTC()
+	rec.RevertedAt, rec.RevertedBy = &t, who
+	if err := s.record(ctx, a, rec, "governance.action.reverted", map[string]any{}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
