@@ -31,7 +31,7 @@ func jobEnv(l agentapi.Lease, work, scratch, checkpoints string) []string {
 	}
 	uuids := make([]string, len(l.Devices))
 	for i, d := range l.Devices {
-		uuids[i] = d.UUID
+		uuids[i] = d.Visible()
 	}
 	visible := strings.Join(uuids, ",")
 	nvidia := visible

@@ -185,7 +185,7 @@ func TestJobEnvironment(t *testing.T) {
 	l := agentapi.Lease{
 		AttemptRef: agentapi.AttemptRef{JobID: 7, Attempt: 2, Replica: 1}, JobName: "train",
 		Env:     map[string]string{"EPOCHS": "3", "PATH": "/opt/conda/bin:/usr/bin"},
-		Devices: []agentapi.Device{{UUID: "GPU-a", Milli: 1000}, {UUID: "MIG-b", Milli: 1000, MIGProfile: "3g.40gb"}},
+		Devices: []agentapi.Device{{UUID: "GPU-a", Milli: 1000}, {UUID: "GPU-c", MIGUUID: "MIG-b", MIGProfile: "3g.40gb"}},
 	}
 	env := jobEnv(l, "/w", "/s", "/c")
 	for _, want := range []string{

@@ -146,11 +146,24 @@ type Lease struct {
 	Stop *Stop `json:"stop,omitempty"`
 }
 
-// Device is a GPU (or MIG instance) given to an allocation, with the share of it.
+// Device is a GPU given to an allocation: the whole card, a share of it, or one
+// of its MIG instances.
 type Device struct {
-	UUID       string `json:"uuid"`
-	Milli      int64  `json:"milli"`
+	UUID  string `json:"uuid"` // the GPU
+	Milli int64  `json:"milli"`
+	// MemoryMiB is the GPU memory reserved: the whole card, or a share's limit.
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
+	// MIGUUID and MIGProfile name the MIG instance given, when one is.
+	MIGUUID    string `json:"mig_uuid,omitempty"`
 	MIGProfile string `json:"mig_profile,omitempty"`
+}
+
+// Visible is what CUDA_VISIBLE_DEVICES names for the device.
+func (d Device) Visible() string {
+	if d.MIGUUID != "" {
+		return d.MIGUUID
+	}
+	return d.UUID
 }
 
 // Stop asks for an attempt to end: a checkpoint request and GraceMS to save

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -18,6 +19,9 @@ func newLedger(snap Snapshot) *ledger {
 	for i := range snap.Nodes {
 		n := snap.Nodes[i]
 		n.GPUs = append([]GPUCapacity(nil), n.GPUs...)
+		for j := range n.GPUs {
+			n.GPUs[j].MIG = append([]MIGCapacity(nil), n.GPUs[j].MIG...)
+		}
 		l.nodes[n.ID] = &n
 		l.gpus[n.ID] = map[string]*GPUCapacity{}
 		for j := range n.GPUs {
@@ -37,6 +41,7 @@ func (l *ledger) take(job *models.Job, p Placement) error {
 	mem := map[int64]int64{}
 	scratch := map[int64]int64{}
 	milli := map[*GPUCapacity]int64{}
+	migs := map[*MIGCapacity]bool{}
 	for _, r := range p.Replicas {
 		n, ok := l.nodes[r.NodeID]
 		if !ok {
@@ -52,6 +57,14 @@ func (l *ledger) take(job *models.Job, p Placement) error {
 			g, ok := l.gpus[n.ID][d.UUID]
 			if !ok || !g.Healthy {
 				return fmt.Errorf("GPU %s is not a healthy GPU of node %s", d.UUID, n.Name)
+			}
+			if d.MIGUUID != "" {
+				m := slices.IndexFunc(g.MIG, func(m MIGCapacity) bool { return m.UUID == d.MIGUUID })
+				if m < 0 || !g.MIG[m].Free || migs[&g.MIG[m]] {
+					return fmt.Errorf("MIG instance %s of GPU %s is unknown or taken", d.MIGUUID, d.UUID)
+				}
+				migs[&g.MIG[m]] = true
+				continue
 			}
 			if d.Milli <= 0 || d.Milli > 1000 {
 				return fmt.Errorf("GPU %s: share %d is not 1-1000 milli-GPUs", d.UUID, d.Milli)
@@ -70,6 +83,9 @@ func (l *ledger) take(job *models.Job, p Placement) error {
 	}
 	for g, m := range milli {
 		g.FreeMilli -= m
+	}
+	for m := range migs {
+		m.Free = false
 	}
 	return nil
 }

@@ -18,32 +18,54 @@ type Scheduler interface {
 	Plan(Snapshot) Plan
 }
 
-// Snapshot is the cluster as the scheduler sees it: the queue, and the free
-// capacity of every node that takes new work.
+// Snapshot is the cluster as the scheduler sees it: the queue, every node that
+// takes new work with what it offers and what is free, and what runs there.
 type Snapshot struct {
 	Now   time.Time
 	Queue []models.Job // queued jobs, oldest first
 	Nodes []NodeCapacity
+	// Running are the active allocations on those nodes, with their jobs.
+	Running []RunningAllocation
+	// Teams names the team of each project of the queue and of what runs.
+	Teams map[int64]string
 }
 
-// NodeCapacity is what a ready node has free.
+// NodeCapacity is a ready node: what it offers and what is free of it.
 type NodeCapacity struct {
-	ID             int64
-	Name           string
-	FreeCPUMilli   int64
-	FreeMemoryMiB  int64
-	FreeScratchMiB int64
-	GPUs           []GPUCapacity
+	ID                              int64
+	Name                            string
+	CPUMilli, MemoryMiB, ScratchMiB int64
+	FreeCPUMilli                    int64
+	FreeMemoryMiB                   int64
+	FreeScratchMiB                  int64
+	GPUs                            []GPUCapacity
 }
 
 // GPUCapacity is one GPU of a node and the share of it that is free.
 type GPUCapacity struct {
+	UUID        string
+	Index       int
+	Model       string
+	MemoryMiB   int64
+	FreeMilli   int64 // 1000 when no allocation uses it
+	Healthy     bool
+	NVLinkPeers []int // indexes of the GPUs it has NVLink to
+	MIG         []MIGCapacity
+}
+
+// MIGCapacity is one MIG instance of a GPU.
+type MIGCapacity struct {
 	UUID      string
-	Index     int
-	Model     string
+	Profile   string
 	MemoryMiB int64
-	FreeMilli int64 // 1000 when no allocation uses it
-	Healthy   bool
+	Free      bool
+}
+
+// RunningAllocation is an active allocation and its job.
+type RunningAllocation struct {
+	Allocation models.Allocation
+	Devices    []agentapi.Device
+	Job        *models.Job
 }
 
 // Plan is the scheduler's answer.
@@ -68,9 +90,9 @@ type ReplicaPlacement struct {
 // queueLimit bounds how much of the queue one pass considers.
 const queueLimit = 1000
 
-// snapshot reads the queue and the free capacity of the ready nodes.
+// snapshot reads the queue and the ready nodes with what runs on them.
 func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
-	snap := Snapshot{Now: s.now().UTC()}
+	snap := Snapshot{Now: s.now().UTC(), Teams: map[int64]string{}}
 	var err error
 	if snap.Queue, err = s.store.QueuedJobs(ctx, queueLimit); err != nil || len(snap.Queue) == 0 {
 		return snap, err
@@ -79,52 +101,124 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return snap, err
 	}
+	byID := make(map[int64]int, len(nodes))
 	ids := make([]int64, len(nodes))
-	byID := make(map[int64]*NodeCapacity, len(nodes))
-	snap.Nodes = make([]NodeCapacity, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID
-		snap.Nodes[i] = NodeCapacity{ID: n.ID, Name: n.Name, FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB}
-		byID[n.ID] = &snap.Nodes[i]
+		byID[n.ID] = i
+		snap.Nodes = append(snap.Nodes, NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
+			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB})
 	}
+	if err := s.addDevices(ctx, &snap, ids, byID); err != nil {
+		return snap, err
+	}
+	if err := s.addRunning(ctx, &snap, byID); err != nil {
+		return snap, err
+	}
+	return snap, s.addTeams(ctx, &snap)
+}
+
+// addDevices fills in the GPUs and MIG instances of the snapshot's nodes.
+func (s *Service) addDevices(ctx context.Context, snap *Snapshot, ids []int64, byID map[int64]int) error {
 	devs, err := s.store.DevicesOfNodes(ctx, ids)
 	if err != nil {
-		return snap, err
+		return err
 	}
-	gpuAt := map[string]*GPUCapacity{}
+	devIDs := make([]int64, len(devs))
+	for i, d := range devs {
+		devIDs[i] = d.ID
+	}
+	slices, err := s.store.SlicesOfDevices(ctx, devIDs)
+	if err != nil {
+		return err
+	}
+	migs := map[int64][]MIGCapacity{}
+	for _, sl := range slices {
+		migs[sl.DeviceID] = append(migs[sl.DeviceID], MIGCapacity{UUID: sl.UUID, Profile: sl.Profile, MemoryMiB: sl.MemoryMiB, Free: true})
+	}
 	for _, d := range devs {
-		n := byID[d.NodeID]
-		n.GPUs = append(n.GPUs, GPUCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemoryMiB: d.MemoryMiB, FreeMilli: 1000, Healthy: d.Healthy})
-	}
-	for i := range snap.Nodes {
-		for j := range snap.Nodes[i].GPUs {
-			g := &snap.Nodes[i].GPUs[j]
-			gpuAt[g.UUID] = g
+		var peers []int
+		if d.NVLinkPeers != "" {
+			if err := json.Unmarshal([]byte(d.NVLinkPeers), &peers); err != nil {
+				return fmt.Errorf("NVLink peers of %s: %w", d.UUID, err)
+			}
 		}
+		n := &snap.Nodes[byID[d.NodeID]]
+		n.GPUs = append(n.GPUs, GPUCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemoryMiB: d.MemoryMiB, FreeMilli: 1000,
+			Healthy: d.Healthy, NVLinkPeers: peers, MIG: migs[d.ID]})
 	}
+	return nil
+}
+
+// addRunning charges the active allocations to their nodes' free capacity.
+func (s *Service) addRunning(ctx context.Context, snap *Snapshot, byID map[int64]int) error {
 	allocs, err := s.store.ActiveAllocations(ctx, 0)
 	if err != nil {
-		return snap, err
+		return err
+	}
+	var jobIDs []int64
+	for _, a := range allocs {
+		jobIDs = append(jobIDs, a.JobID)
+	}
+	jobs, err := s.store.JobsByIDs(ctx, jobIDs)
+	if err != nil {
+		return err
+	}
+	jobByID := make(map[int64]*models.Job, len(jobs))
+	for i := range jobs {
+		jobByID[jobs[i].ID] = &jobs[i]
 	}
 	for _, a := range allocs {
-		n, ok := byID[a.NodeID]
+		i, ok := byID[a.NodeID]
 		if !ok {
 			continue
 		}
+		shares, err := devicesOf(a)
+		if err != nil {
+			return err
+		}
+		n := &snap.Nodes[i]
 		n.FreeCPUMilli -= a.CPUMilli
 		n.FreeMemoryMiB -= a.MemoryMiB
 		n.FreeScratchMiB -= a.ScratchMiB
-		shares, err := devicesOf(a)
-		if err != nil {
-			return snap, err
-		}
 		for _, sh := range shares {
-			if g, ok := gpuAt[sh.UUID]; ok {
-				g.FreeMilli -= sh.Milli
+			for g := range n.GPUs {
+				if n.GPUs[g].UUID != sh.UUID {
+					continue
+				}
+				if sh.MIGUUID == "" {
+					n.GPUs[g].FreeMilli -= sh.Milli
+				}
+				for m := range n.GPUs[g].MIG {
+					if n.GPUs[g].MIG[m].UUID == sh.MIGUUID {
+						n.GPUs[g].MIG[m].Free = false
+					}
+				}
 			}
 		}
+		snap.Running = append(snap.Running, RunningAllocation{Allocation: a, Devices: shares, Job: jobByID[a.JobID]})
 	}
-	return snap, nil
+	return nil
+}
+
+// addTeams names the team of every project the snapshot's jobs belong to.
+func (s *Service) addTeams(ctx context.Context, snap *Snapshot) error {
+	projects, err := s.store.Projects(ctx)
+	if err != nil {
+		return err
+	}
+	teams, err := s.store.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	names := make(map[int64]string, len(teams))
+	for _, t := range teams {
+		names[t.ID] = t.Name
+	}
+	for _, p := range projects {
+		snap.Teams[p.ID] = names[p.TeamID]
+	}
+	return nil
 }
 
 func devicesOf(a models.Allocation) ([]agentapi.Device, error) {

@@ -155,3 +155,15 @@ func (s *Store) MarkNodeLost(ctx context.Context, id int64, from []string, befor
 	}
 	return nil
 }
+
+// SlicesOfDevices returns the MIG instances of the given GPUs.
+func (s *Store) SlicesOfDevices(ctx context.Context, deviceIDs []int64) ([]models.GPUSlice, error) {
+	if len(deviceIDs) == 0 {
+		return nil, nil
+	}
+	var out []models.GPUSlice
+	if err := s.with(ctx).Where("device_id IN ?", deviceIDs).Order("device_id, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("MIG instances of %d GPUs: %w", len(deviceIDs), err)
+	}
+	return out, nil
+}

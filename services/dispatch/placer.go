@@ -1,0 +1,131 @@
+package dispatch
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+)
+
+// Placer is the Scheduler that production runs: it hands services/scheduler the
+// snapshot and places the queue, oldest first, through the scheduler's per-job
+// path, each placement taking its room before the next job is looked at.
+type Placer struct {
+	sched *scheduler.Scheduler
+}
+
+// NewPlacer returns a Placer over s.
+func NewPlacer(s *scheduler.Scheduler) *Placer { return &Placer{sched: s} }
+
+// Plan places what fits and says why the rest waits.
+func (p *Placer) Plan(snap Snapshot) Plan {
+	plan := Plan{Waiting: map[int64]string{}}
+	ss := scheduler.Snapshot{Now: snap.Now}
+	gpuIndex := map[string]int{}
+	for _, n := range snap.Nodes {
+		ss.Nodes = append(ss.Nodes, schedNode(n))
+		for _, g := range n.GPUs {
+			gpuIndex[g.UUID] = g.Index
+		}
+	}
+	for _, r := range snap.Running {
+		if r.Job == nil {
+			continue
+		}
+		ss.Running = append(ss.Running, scheduler.Allocation{
+			Job:       schedJob(r.Job, snap.Teams),
+			Replica:   schedReplica(r, gpuIndex),
+			StartTime: startOf(r.Allocation),
+		})
+	}
+	cluster, err := scheduler.NewCluster(ss, p.sched.Config())
+	if err != nil {
+		for _, j := range snap.Queue {
+			plan.Waiting[j.ID] = "the scheduler cannot read the cluster's state: " + err.Error()
+		}
+		return plan
+	}
+	for i := range snap.Queue {
+		j := &snap.Queue[i]
+		job := schedJob(j, snap.Teams)
+		pl, ok, why := p.sched.Place(cluster, job)
+		if !ok {
+			plan.Waiting[j.ID] = why.Reason
+			continue
+		}
+		if err := cluster.Assume(job, pl); err != nil {
+			plan.Waiting[j.ID] = "the scheduler's placement did not apply: " + err.Error()
+			continue
+		}
+		plan.Placements = append(plan.Placements, placementOf(j.ID, pl))
+	}
+	return plan
+}
+
+func schedNode(n NodeCapacity) scheduler.Node {
+	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
+	for _, g := range n.GPUs {
+		sg := scheduler.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, NVLinkPeers: g.NVLinkPeers}
+		for _, m := range g.MIG {
+			sg.MIG = append(sg.MIG, scheduler.MIGSlice{ID: m.UUID, Profile: m.Profile, MemoryMiB: m.MemoryMiB})
+		}
+		out.GPUs = append(out.GPUs, sg)
+	}
+	return out
+}
+
+func schedJob(j *models.Job, teams map[int64]string) scheduler.Job {
+	var gpuModels []string
+	for _, m := range strings.Split(j.GPUModel, "|") {
+		if m = strings.TrimSpace(m); m != "" {
+			gpuModels = append(gpuModels, m)
+		}
+	}
+	return scheduler.Job{
+		ID:         strconv.FormatInt(j.ID, 10),
+		Team:       teams[j.ProjectID],
+		SubmitTime: j.SubmittedAt,
+		Request: scheduler.Request{
+			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModels: gpuModels, MIGProfile: j.MIGProfile,
+			CPUMilli: j.CPUMilli, RAMMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Replicas: max(j.Replicas, 1),
+			Class: j.PriorityClass, Preemptible: j.Preemptible, SpotAllowed: j.Spot, Kind: scheduler.Kind(j.Kind),
+			ExpectedRuntime: time.Duration(j.ExpectedRunSec) * time.Second,
+		},
+	}
+}
+
+// schedReplica is a running allocation as the scheduler counts it.
+func schedReplica(r RunningAllocation, gpuIndex map[string]int) scheduler.ReplicaPlacement {
+	a := r.Allocation
+	rp := scheduler.ReplicaPlacement{Replica: a.Replica, NodeID: strconv.FormatInt(a.NodeID, 10), CPUMilli: a.CPUMilli, RAMMiB: a.MemoryMiB, ScratchMiB: a.ScratchMiB}
+	for _, d := range r.Devices {
+		rp.Devices = append(rp.Devices, scheduler.DeviceAssignment{
+			GPUIndex: gpuIndex[d.UUID], UUID: d.UUID, Milli: int(d.Milli), MemoryMiB: d.MemoryMiB,
+			MIGSlice: d.MIGUUID, MIGProfile: d.MIGProfile,
+		})
+	}
+	return rp
+}
+
+func startOf(a models.Allocation) time.Time {
+	if a.StartedAt != nil {
+		return *a.StartedAt
+	}
+	return a.CreatedAt
+}
+
+func placementOf(jobID int64, pl scheduler.Placement) Placement {
+	out := Placement{JobID: jobID}
+	for _, rp := range pl.Replicas {
+		node, _ := strconv.ParseInt(rp.NodeID, 10, 64)
+		r := ReplicaPlacement{NodeID: node, GPUs: []agentapi.Device{}}
+		for _, d := range rp.Devices {
+			r.GPUs = append(r.GPUs, agentapi.Device{UUID: d.UUID, Milli: int64(d.Milli), MemoryMiB: d.MemoryMiB, MIGUUID: d.MIGSlice, MIGProfile: d.MIGProfile})
+		}
+		out.Replicas = append(out.Replicas, r)
+	}
+	return out
+}
