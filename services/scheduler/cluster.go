@@ -226,17 +226,22 @@ func (c *Cluster) Assume(job Job, p Placement) error {
 
 // Release frees every replica of a job (it finished, failed or was preempted).
 func (c *Cluster) Release(jobID string) error {
-	n := 0
-	for _, r := range slices.Clone(c.running) {
-		if r.alloc.Job.ID == jobID {
-			c.remove(jobID, r.alloc.Replica.Replica)
-			n++
-		}
-	}
-	if n == 0 {
+	if len(c.takeJob(jobID)) == 0 {
 		return fmt.Errorf("release job %s: it holds no allocation", jobID)
 	}
 	return nil
+}
+
+// takeJob frees every replica of a job and returns them, for putting back with add.
+func (c *Cluster) takeJob(jobID string) []Allocation {
+	var out []Allocation
+	for _, r := range slices.Clone(c.running) {
+		if r.alloc.Job.ID == jobID {
+			c.remove(jobID, r.alloc.Replica.Replica)
+			out = append(out, r.alloc)
+		}
+	}
+	return out
 }
 
 // remove frees one replica.

@@ -30,6 +30,22 @@
 // NVLink peers, give a job that names its GPU memory the smallest card that fits, steer
 // job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
 //
+// # The cycle
+//
+// Schedule orders pending jobs by priority: the class weight (production > research >
+// test by default, classes far enough apart that nothing else crosses them), plus ageing
+// (linear up to AgeHorizon) and fair share (Slurm's 2^(-usage/entitlement) with a team's
+// exponentially decayed dominant-resource share of recent usage against its share of the
+// nominal quotas). Quotas follow Kueue's ClusterQueue and cohort model: per team and GPU
+// model (or AnyModel) a nominal amount, a borrowing limit and a lending limit; admission
+// checks them per option, so a job goes to a model its team may still use. A job that
+// does not fit may preempt preemptible jobs of strictly lower classes only: per replica
+// the cheapest minimal set (borrowed capacity first, then fewest GPUs, then least progress
+// since the last checkpoint). The first job blocked for lack of capacity reserves the
+// nodes where running jobs end soonest; later jobs start elsewhere, or on those nodes only
+// when their expected run time ends before the reservation starts. Gangs are placed whole
+// or not at all. Every job left waiting gets a reason in words and per-reason node counts.
+//
 // Devices: whole GPUs, shares of one GPU in milli-GPU with a GPU-memory limit (packed
 // onto cards already shared), and MIG slices as devices of their own. Requests that can
 // never fit are rejected at submission by ValidateRequest with a *FieldError naming the

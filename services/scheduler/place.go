@@ -31,11 +31,11 @@ type Explanation struct {
 // changing it: the dispatcher's per-job path. A job that fits somewhere is always
 // placed. A gang is placed whole or not at all. Commit the result with Cluster.Assume.
 func (s *Scheduler) Place(c *Cluster, job Job) (Placement, bool, Explanation) {
-	return s.place(c, &job, nil)
+	return s.place(c, &job, anywhere())
 }
 
-// place is Place with nodes held for a reservation left out.
-func (s *Scheduler) place(c *Cluster, job *Job, reserved []bool) (Placement, bool, Explanation) {
+// place is Place within limits.
+func (s *Scheduler) place(c *Cluster, job *Job, lim limits) (Placement, bool, Explanation) {
 	if err := validateShape(job.Request, s.cfg); err != nil {
 		return Placement{}, false, Explanation{Reason: "invalid request: " + err.Error(), Nodes: len(c.nodes)}
 	}
@@ -50,8 +50,7 @@ func (s *Scheduler) place(c *Cluster, job *Job, reserved []bool) (Placement, boo
 		}
 	}()
 	for r := 0; r < replicas; r++ {
-		st := newStack(c, s.cfg, job)
-		st.reserved = reserved
+		st := newStack(c, s.cfg, job, lim)
 		o, ok := st.best()
 		if !ok {
 			ex := st.explain()

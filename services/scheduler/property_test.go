@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+	"time"
 )
 
 // randomNodes builds a mixed cluster: several models and sizes, NVLink pairs, MIG
@@ -168,6 +169,119 @@ func TestPlacementProperties(t *testing.T) {
 					t.Fatalf("seed %d: node %s GPU %d over-committed: %+v", seed, n.ID, g.Index, g)
 				}
 			}
+		}
+	}
+}
+
+// TestPlanProperties runs full cycles on random clusters with random running and pending
+// jobs: a plan never over-commits a node or device once its preemptions are carried
+// out, never preempts an equal or higher class or a non-preemptible job, never splits a
+// gang, and accounts for every pending job exactly once.
+func TestPlanProperties(t *testing.T) {
+	classes := []string{"production", "research", "test"}
+	teams := []string{"ml", "cv", "nlp"}
+	for seed := int64(1); seed <= 10; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		nodes := randomNodes(rng, 10)
+		s, c := newTestCluster(t, Snapshot{Nodes: nodes})
+		randomJob := func(id string) Job {
+			j := job(id, randomRequest(rng))
+			j.Team = teams[rng.Intn(len(teams))]
+			j.Request.Class = classes[rng.Intn(len(classes))]
+			j.Request.Preemptible = rng.Intn(2) == 0
+			j.SubmitTime = t0.Add(-time.Duration(rng.Intn(100)) * time.Hour)
+			if rng.Intn(2) == 0 {
+				j.Request.ExpectedRuntime = time.Duration(1+rng.Intn(10)) * time.Hour
+			}
+			return j
+		}
+		for i := 0; i < 60; i++ {
+			j := randomJob(fmt.Sprintf("r%d", i))
+			if p, ok, _ := s.Place(c, j); ok {
+				if err := c.Assume(j, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		runningAllocs := c.Running()
+		for i := range runningAllocs {
+			runningAllocs[i].StartTime = t0.Add(-time.Duration(rng.Intn(5)) * time.Hour)
+		}
+		var pending []Job
+		for i := 0; i < 40; i++ {
+			pending = append(pending, randomJob(fmt.Sprintf("p%d", i)))
+		}
+		var quotas []Quota
+		if seed%2 == 0 {
+			quotas = []Quota{
+				{Team: "ml", Model: AnyModel, Cohort: "lab", Nominal: 8000, BorrowingLimit: 4000, LendingLimit: -1},
+				{Team: "cv", Model: "A100", Cohort: "lab", Nominal: 4000, BorrowingLimit: -1, LendingLimit: 2000},
+			}
+		}
+		snap := Snapshot{Now: t0, Nodes: nodes, Running: runningAllocs, Pending: pending, Quotas: quotas}
+		plan, err := s.Schedule(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		byID := map[string]Job{}
+		for _, j := range pending {
+			byID[j.ID] = j
+		}
+		seen := map[string]int{}
+		for _, p := range plan.Placements {
+			seen[p.JobID]++
+			if want := max(byID[p.JobID].Request.Replicas, 1); len(p.Replicas) != want {
+				t.Fatalf("seed %d: gang %s placed %d of %d replicas", seed, p.JobID, len(p.Replicas), want)
+			}
+		}
+		for _, u := range plan.Unplaced {
+			seen[u.JobID]++
+			if u.Explanation.Reason == "" {
+				t.Fatalf("seed %d: %s unplaced without a reason", seed, u.JobID)
+			}
+		}
+		for _, j := range pending {
+			if seen[j.ID] != 1 {
+				t.Fatalf("seed %d: pending job %s accounted for %d times", seed, j.ID, seen[j.ID])
+			}
+		}
+
+		runningJobs := map[string]Job{}
+		for _, a := range runningAllocs {
+			runningJobs[a.Job.ID] = a.Job
+		}
+		cfg := s.Config()
+		preempted := map[string]bool{}
+		for _, pe := range plan.Preemptions {
+			v, ok := runningJobs[pe.JobID]
+			if !ok || preempted[pe.JobID] {
+				t.Fatalf("seed %d: preempted %s is not a running job, or preempted twice", seed, pe.JobID)
+			}
+			preempted[pe.JobID] = true
+			vc, _ := cfg.class(v.Request.Class)
+			cc, _ := cfg.class(byID[pe.For].Request.Class)
+			if !v.Request.Preemptible || vc.Weight >= cc.Weight {
+				t.Fatalf("seed %d: %s (%s, preemptible %v) preempted for %s (%s)", seed, v.ID, vc.Name, v.Request.Preemptible, pe.For, cc.Name)
+			}
+			if seen[pe.For] != 1 || slices.IndexFunc(plan.Placements, func(p Placement) bool { return p.JobID == pe.For }) < 0 {
+				t.Fatalf("seed %d: %s preempted for %s, which is not placed", seed, pe.JobID, pe.For)
+			}
+		}
+
+		var after []Allocation
+		for _, a := range runningAllocs {
+			if !preempted[a.Job.ID] {
+				after = append(after, a)
+			}
+		}
+		for _, p := range plan.Placements {
+			for _, rp := range p.Replicas {
+				after = append(after, Allocation{Job: byID[p.JobID], Replica: rp, StartTime: t0})
+			}
+		}
+		if _, err := NewCluster(Snapshot{Now: t0, Nodes: nodes, Running: after}, cfg); err != nil {
+			t.Fatalf("seed %d: carrying out the plan over-commits: %v", seed, err)
 		}
 	}
 }

@@ -120,15 +120,6 @@ func (l *quotaLedger) borrowing(team, model string) bool {
 	return l.usage[k] > l.quotas[k].Nominal
 }
 
-// withinNominal reports whether the team may take milli more of the model without borrowing.
-func (l *quotaLedger) withinNominal(team, model string, milli int64) bool {
-	k, ok := l.entry(team, model)
-	if !ok {
-		return !l.teams[team]
-	}
-	return l.usage[k]+milli <= l.quotas[k].Nominal
-}
-
 // nominalTotal is the team's total nominal GPU quota, the weight of its fair share.
 func (l *quotaLedger) nominalTotal(team string) int64 {
 	var s int64

@@ -9,16 +9,29 @@ type stack struct {
 	d        *demand
 	checkers []checker
 	scorers  []scorer
-	// reserved marks nodes held for a blocked job; nil holds none.
-	reserved []bool
+	lim      limits
 	quotaWhy string
 	rejected rejections
 	buf      []option
 }
 
-func newStack(c *Cluster, cfg Config, job *Job) *stack {
+// limits narrow where a stack may place: the full cycle holds nodes for a reservation,
+// probes single nodes when choosing preemption victims, and asks whether a job is held
+// back by quota alone.
+type limits struct {
+	// reserved marks nodes held for a blocked job; nil holds none.
+	reserved []bool
+	// only, when at least 0, is the one node to consider.
+	only        int
+	ignoreQuota bool
+}
+
+// anywhere is no limit at all.
+func anywhere() limits { return limits{only: -1} }
+
+func newStack(c *Cluster, cfg Config, job *Job, lim limits) *stack {
 	d := newDemand(c, job, cfg)
-	s := &stack{c: c, d: d, checkers: nodeCheckers(d), buf: make([]option, 0, 8)}
+	s := &stack{c: c, d: d, checkers: nodeCheckers(d), lim: lim, buf: make([]option, 0, 8)}
 	clear(c.memo)
 	s.scorers = append(s.scorers, packingScorer{c: c, cpu: d.req.CPUMilli})
 	if d.cards > 1 && d.milli == 1000 && cfg.NVLinkBonus > 0 {
@@ -39,9 +52,13 @@ func newStack(c *Cluster, cfg Config, job *Job) *stack {
 // best returns the highest-scoring option over all nodes, or false when none is feasible.
 func (s *stack) best() (option, bool) {
 	best := option{node: -1}
-	for i := range s.c.nodes {
+	from, to := 0, len(s.c.nodes)
+	if s.lim.only >= 0 {
+		from, to = s.lim.only, s.lim.only+1
+	}
+	for i := from; i < to; i++ {
 		n := &s.c.nodes[i]
-		if s.reserved != nil && s.reserved[i] {
+		if s.lim.reserved != nil && s.lim.reserved[i] {
 			s.rejected[reasonReserved]++
 			continue
 		}
@@ -87,7 +104,7 @@ func (s *stack) feasible(n *nodeState) bool {
 
 // admit checks the team's quota for the option's GPU model.
 func (s *stack) admit(n *nodeState, o *option) bool {
-	if o.n == 0 || !s.c.quotas.teams[s.d.team] {
+	if o.n == 0 || s.lim.ignoreQuota || !s.c.quotas.teams[s.d.team] {
 		return true
 	}
 	model := s.c.classes[n.gpus[o.cards[0]].class].model
