@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// PriorityClass is a named class. A higher Weight runs first and may preempt
-// preemptible jobs of a lower Weight, never of an equal or higher one.
+// PriorityClass is a named class. A higher Weight runs first, whatever the waiting time
+// or fair share of jobs in lower classes, and may preempt preemptible jobs of a lower
+// Weight, never of an equal or higher one.
 type PriorityClass struct {
 	Name   string
 	Weight float64
@@ -18,7 +19,8 @@ type Config struct {
 	Classes      []PriorityClass
 	DefaultClass string
 
-	// AgeWeight is added to a job's priority in full once it has waited AgeHorizon.
+	// Within a class, jobs are ordered by AgeWeight × ageing + FairShareWeight × fair share.
+	// AgeWeight counts in full once a job has waited AgeHorizon.
 	AgeWeight  float64
 	AgeHorizon time.Duration
 	// FairShareWeight scales the fair-share factor 2^(-usage/entitlement) (Slurm's

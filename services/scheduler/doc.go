@@ -32,11 +32,10 @@
 //
 // # The cycle
 //
-// Schedule orders pending jobs by priority: the class weight (production > research >
-// test by default, classes far enough apart that nothing else crosses them), plus ageing
-// (linear up to AgeHorizon) and fair share (Slurm's 2^(-usage/entitlement) with a team's
-// exponentially decayed dominant-resource share of recent usage against its share of the
-// nominal quotas). Quotas follow Kueue's ClusterQueue and cohort model: per team and GPU
+// Schedule orders pending jobs by class (production > research > test by default), and
+// within a class by ageing (linear up to AgeHorizon) plus fair share (Slurm's
+// 2^(-usage/entitlement), with a team's exponentially decayed dominant-resource share of
+// recent usage against its share of the nominal quotas). Quotas follow Kueue's ClusterQueue and cohort model: per team and GPU
 // model (or AnyModel) a nominal amount, a borrowing limit and a lending limit; admission
 // checks them per option, so a job goes to a model its team may still use. A job that
 // does not fit may preempt preemptible jobs of strictly lower classes only: per replica

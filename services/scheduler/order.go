@@ -15,21 +15,23 @@ type ranked struct {
 	priority float64
 }
 
-// order sorts the pending jobs for one cycle: by priority, which is the class weight
-// plus ageing plus fair share; then by submit time and ID. Jobs of an unknown class rank
-// last with weight 0 and are explained as invalid when placed.
+// order sorts the pending jobs for one cycle: by class weight, then within a class by
+// dynamic priority (ageing plus fair share), then by submit time and ID. Class order is
+// strict whatever the weights' spacing. Jobs of an unknown class rank last with weight 0
+// and are explained as invalid when placed.
 func (s *Scheduler) order(snap Snapshot, c *Cluster) []ranked {
 	fair := s.fairShare(snap, c)
 	out := make([]ranked, 0, len(snap.Pending))
 	for _, j := range snap.Pending {
 		pc, _ := s.cfg.class(j.Request.Class)
-		r := ranked{job: j, class: pc, priority: pc.Weight}
-		r.priority += s.cfg.AgeWeight * ageFactor(snap.Now.Sub(j.SubmitTime), s.cfg.AgeHorizon)
+		r := ranked{job: j, class: pc}
+		r.priority = s.cfg.AgeWeight * ageFactor(snap.Now.Sub(j.SubmitTime), s.cfg.AgeHorizon)
 		r.priority += s.cfg.FairShareWeight * fair.factor(j.Team)
 		out = append(out, r)
 	}
 	slices.SortStableFunc(out, func(a, b ranked) int {
 		return cmp.Or(
+			cmp.Compare(b.class.Weight, a.class.Weight),
 			cmp.Compare(b.priority, a.priority),
 			a.job.SubmitTime.Compare(b.job.SubmitTime),
 			strings.Compare(a.job.ID, b.job.ID),
