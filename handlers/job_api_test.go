@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,5 +184,76 @@ func TestJobAPINeedsAUser(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("anonymous submit = %d, want 401", res.StatusCode)
+	}
+}
+
+// A followed log streams output as it arrives and ends when the attempt ends.
+func TestJobLogsFollow(t *testing.T) {
+	st := storetest.Open(t, storetest.Backends()[0].Config(t))
+	ctx := context.Background()
+	user := &models.User{Username: "ada"}
+	team := &models.Team{Name: "vision"}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateTeam(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	p := &models.Project{TeamID: team.ID, Name: "default"}
+	if err := st.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	j := &models.Job{Name: "train", ProjectID: p.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research"}
+	if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+		t.Fatal(err)
+	}
+	n := &models.Node{Name: "gpu-1", State: models.NodeReady}
+	if err := st.SaveNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	srv := jobAPI(t, st, user, &kicks{})
+	body := make(chan string, 1)
+	go func() {
+		res, err := http.Get(srv.URL + "/api/v1/jobs/" + strconv.FormatInt(j.ID, 10) + "/logs?follow=1")
+		if err != nil {
+			t.Error(err)
+			body <- ""
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		body <- res.Header.Get("X-Gantry-Attempt") + "|" + string(b)
+	}()
+	// The job starts after the client began to follow.
+	time.Sleep(300 * time.Millisecond)
+	if err := st.TransitionJob(ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobScheduled, Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateAllocations(ctx, []models.Allocation{{JobID: j.ID, Attempt: 1, NodeID: n.ID, State: models.AllocRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range []string{"epoch 1\n", "epoch 2\n"} {
+		c := models.JobLogChunk{JobID: j.ID, Attempt: 1, Stream: "stdout", Offset: int64(i * 8), Data: []byte(line)}
+		if err := st.CreateLogChunk(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	select {
+	case got := <-body:
+		t.Fatalf("the follow ended while the attempt runs: %q", got)
+	default:
+	}
+	a, _ := st.AllocationByAttempt(ctx, j.ID, 1, 0)
+	if err := st.UpdateAllocation(ctx, a.ID, []string{models.AllocRunning}, store.AllocationChange{State: models.AllocEnded}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-body:
+		if got != "1|epoch 1\nepoch 2\n" {
+			t.Fatalf("followed log = %q", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow did not end with its attempt")
 	}
 }

@@ -1,21 +1,29 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 )
 
 // maxLogAnswer bounds one answer; the cursor continues from where it stopped.
 const maxLogAnswer = 8 << 20
 
+// logFollowPoll is how often a followed log looks for new output. It reads the
+// database, so any server replica can answer.
+const logFollowPoll = 250 * time.Millisecond
+
 // JobLogs answers the output of one attempt of a job as text: both streams in the
 // order they arrived, or one with ?stream=stdout|stderr. ?attempt=N picks an
 // attempt (the latest by default); ?after=CURSOR continues from the
 // X-Gantry-Log-Cursor of an earlier answer (one answer holds at most 8 MiB).
+// ?follow=1 keeps the answer open, streaming output until the attempt ends.
 func (h *Handler) JobLogs(c *gin.Context) {
 	if currentUser(c) == nil {
 		return
@@ -24,32 +32,22 @@ func (h *Handler) JobLogs(c *gin.Context) {
 	if j == nil {
 		return
 	}
-	attempt := j.Attempt
-	if a := c.Query("attempt"); a != "" {
-		n, err := strconv.Atoi(a)
-		if err != nil || n < 1 || n > j.Attempt {
-			jsonError(c, http.StatusBadRequest, "invalid", "attempt must be between 1 and "+strconv.Itoa(max(j.Attempt, 1)), "attempt")
-			return
-		}
-		attempt = n
-	}
-	stream := c.Query("stream")
-	if stream != "" && stream != agentapi.StreamStdout && stream != agentapi.StreamStderr {
-		jsonError(c, http.StatusBadRequest, "invalid", "stream must be stdout or stderr (or absent for both)", "stream")
+	q, ok := logQueryOf(c, j)
+	if !ok {
 		return
 	}
-	var after int64
-	if a := c.Query("after"); a != "" {
-		n, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || n < 0 {
-			jsonError(c, http.StatusBadRequest, "invalid", "after must be a cursor from X-Gantry-Log-Cursor", "after")
-			return
+	if c.Query("follow") == "1" {
+		if q.attempt == 0 {
+			q.attempt = h.firstAttempt(c.Request.Context(), j.ID)
 		}
-		after = n
+		c.Header("X-Gantry-Attempt", strconv.Itoa(q.attempt))
+		h.followLogs(c, j.ID, q)
+		return
 	}
+	c.Header("X-Gantry-Attempt", strconv.Itoa(q.attempt))
 	var out []byte
 	for len(out) < maxLogAnswer {
-		chunks, err := h.jobs.LogChunks(c.Request.Context(), j.ID, attempt, stream, after)
+		chunks, err := h.jobs.LogChunks(c.Request.Context(), j.ID, q.attempt, q.stream, q.after)
 		if err != nil {
 			h.serverError(c, err)
 			return
@@ -60,9 +58,121 @@ func (h *Handler) JobLogs(c *gin.Context) {
 		for _, ch := range chunks {
 			out = append(out, ch.Data...)
 		}
-		after = chunks[len(chunks)-1].ID
+		q.after = chunks[len(chunks)-1].ID
 	}
-	c.Header("X-Gantry-Attempt", strconv.Itoa(attempt))
-	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(after, 10))
+	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(q.after, 10))
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", out)
+}
+
+type logQuery struct {
+	attempt int
+	stream  string
+	after   int64
+}
+
+// logQueryOf reads the query of a log request, or answers 400.
+func logQueryOf(c *gin.Context, j *models.Job) (logQuery, bool) {
+	q := logQuery{attempt: j.Attempt, stream: c.Query("stream")}
+	if a := c.Query("attempt"); a != "" {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 || n > j.Attempt {
+			jsonError(c, http.StatusBadRequest, "invalid", "attempt must be between 1 and "+strconv.Itoa(max(j.Attempt, 1)), "attempt")
+			return q, false
+		}
+		q.attempt = n
+	}
+	if q.stream != "" && q.stream != agentapi.StreamStdout && q.stream != agentapi.StreamStderr {
+		jsonError(c, http.StatusBadRequest, "invalid", "stream must be stdout or stderr (or absent for both)", "stream")
+		return q, false
+	}
+	if a := c.Query("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || n < 0 {
+			jsonError(c, http.StatusBadRequest, "invalid", "after must be a cursor from X-Gantry-Log-Cursor", "after")
+			return q, false
+		}
+		q.after = n
+	}
+	return q, true
+}
+
+// followLogs streams the attempt's output as it arrives and returns once the
+// attempt has ended and everything it wrote was sent, or the client left.
+func (h *Handler) followLogs(c *gin.Context, jobID int64, q logQuery) {
+	ctx := c.Request.Context()
+	c.Header("Content-Type", "text/plain; charset=utf-8")
+	c.Header("Cache-Control", "no-store")
+	c.Header("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	for {
+		// Read whether it ended before reading the output: an agent ships all
+		// output before it reports the exit, so nothing can follow the last read.
+		ended, err := h.attemptEnded(ctx, jobID, q.attempt)
+		if err != nil {
+			h.log.Warn("follow logs", "job", jobID, "err", err)
+			return
+		}
+		for {
+			chunks, err := h.jobs.LogChunks(ctx, jobID, q.attempt, q.stream, q.after)
+			if err != nil {
+				return
+			}
+			if len(chunks) == 0 {
+				break
+			}
+			for _, ch := range chunks {
+				if _, err := c.Writer.Write(ch.Data); err != nil {
+					return
+				}
+			}
+			q.after = chunks[len(chunks)-1].ID
+		}
+		c.Writer.Flush()
+		if ended {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(logFollowPoll):
+		}
+	}
+}
+
+// attemptEnded reports whether an attempt will write no more output: the job
+// moved on to a later attempt, or none of the attempt's allocations is active.
+func (h *Handler) attemptEnded(ctx context.Context, jobID int64, attempt int) (bool, error) {
+	j, err := h.jobs.Job(ctx, jobID)
+	if err != nil || j.Attempt > attempt {
+		return err == nil, err
+	}
+	allocs, err := h.jobs.Allocations(ctx, jobID)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range allocs {
+		if a.Attempt == attempt && a.State != models.AllocEnded {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// firstAttempt waits until a job that never ran has an attempt to follow, and
+// returns it; 0 when the job ended without one or the client left.
+func (h *Handler) firstAttempt(ctx context.Context, jobID int64) int {
+	for {
+		j, err := h.jobs.Job(ctx, jobID)
+		if err != nil || j.Attempt > 0 || models.IsTerminal(j.State) {
+			if err != nil {
+				return 0
+			}
+			return j.Attempt
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(logFollowPoll):
+		}
+	}
 }
