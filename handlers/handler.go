@@ -5,7 +5,10 @@ package handlers
 import (
 	"log/slog"
 
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -17,6 +20,11 @@ type Handler struct {
 	log      *slog.Logger
 	dispatch *dispatch.Service
 	jobs     *jobs.Service
+	identity *identity.Service
+	authz    *authz.Authorizer
+	audit    *audit.Log
+	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
+	secureCookies bool
 }
 
 // Services are the capabilities the handlers call, beyond the store. Add a field
@@ -24,9 +32,15 @@ type Handler struct {
 type Services struct {
 	Dispatch *dispatch.Service
 	Jobs     *jobs.Service
+	Identity *identity.Service
+	Authz    *authz.Authorizer
+	Audit    *audit.Log
+	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
+	SecureCookies bool
 }
 
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
-	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs}
+	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs,
+		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, secureCookies: svc.SecureCookies}
 }

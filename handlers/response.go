@@ -22,7 +22,11 @@ type APIError struct {
 }
 
 func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
-	return templates.Page{Title: title, Active: section, Version: h.version}
+	p := templates.Page{Title: title, Active: section, Version: h.version, CSRF: csrfToken(c)}
+	if pr := principal(c); pr != nil {
+		p.User = pr.User.Username
+	}
+	return p
 }
 
 // render writes a templ component with the request's context.

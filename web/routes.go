@@ -5,31 +5,45 @@ import (
 
 	"github.com/gantry-gpu/gantry/handlers"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/authz"
 )
 
-// route is one line of the route table.
+// route is one line of the route table: every route says who may call it (see access.go).
 type route struct {
 	method  string
 	path    string
+	access  Access
 	handler gin.HandlerFunc
 }
 
 // routes is every route Gantry serves, in one table.
 func routes(h *handlers.Handler) []route {
 	return []route{
-		{"GET", "/healthz", h.Healthz},
-		{"GET", "/readyz", h.Readyz},
-		{"GET", "/", h.HomeShow},
+		{"GET", "/healthz", Public(), h.Healthz},
+		{"GET", "/readyz", Public(), h.Readyz},
+		{"GET", "/", SignedIn(), h.HomeShow},
 
-		{"POST", "/api/v1/jobs", h.JobCreate},
-		{"GET", "/api/v1/jobs/:id", h.JobShow},
-		{"GET", "/api/v1/jobs/:id/logs", h.JobLogs},
+		{"GET", "/login", Public(), h.LoginShow},
+		{"POST", "/login", Public(), h.LoginCreate},
+		{"POST", "/logout", SignedIn(), h.SessionDestroy},
+		{"GET", "/tokens", SignedIn(), h.TokensIndex},
+		{"POST", "/tokens", SignedIn(), h.TokenCreate},
+		{"POST", "/tokens/:id/revoke", SignedIn(), h.TokenRevoke},
+
+		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
+		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
+		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},
+		{"DELETE", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberDestroy},
+
+		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},
+		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
+		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 
 		// The agent protocol: agents authenticate with their node credential, not as users.
-		{"POST", agentapi.PathJoin, h.AgentJoin},
-		{"POST", agentapi.PathHeartbeat, h.Agent(h.AgentHeartbeat)},
-		{"GET", agentapi.PathLeases, h.Agent(h.AgentLeases)},
-		{"POST", agentapi.PathReport, h.Agent(h.AgentReport)},
-		{"POST", agentapi.PathLogs, h.Agent(h.AgentLogs)},
+		{"POST", agentapi.PathJoin, Agent(), h.AgentJoin},
+		{"POST", agentapi.PathHeartbeat, Agent(), h.Agent(h.AgentHeartbeat)},
+		{"GET", agentapi.PathLeases, Agent(), h.Agent(h.AgentLeases)},
+		{"POST", agentapi.PathReport, Agent(), h.Agent(h.AgentReport)},
+		{"POST", agentapi.PathLogs, Agent(), h.Agent(h.AgentLogs)},
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/gantry-gpu/gantry/handlers"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/static"
@@ -25,6 +27,15 @@ type Config struct {
 	Log     *slog.Logger
 	// Dispatch runs jobs on nodes and speaks the agent protocol.
 	Dispatch *dispatch.Service
+	// Auth tunes sign-in: bcrypt cost, session lifetimes, single sign-on. Zero: the defaults.
+	Auth identity.Options
+	// Now is the clock of sessions, tokens and the audit log; nil: time.Now.
+	Now func() time.Time
+	// TrustedProxies are the addresses (CIDRs) whose X-Forwarded-For names the client; none
+	// by default, so that a client cannot pick the address its failed logins count against.
+	TrustedProxies []string
+	// SecureCookies marks cookies Secure on plain HTTP too: TLS ends at a proxy in front.
+	SecureCookies bool
 }
 
 // NewRouter builds the gin engine with the middleware chain and the route table.
@@ -32,13 +43,28 @@ func NewRouter(cfg Config) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.ContextWithFallback = true
+	if err := r.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		cfg.Log.Error("trusted proxies ignored", slog.Any("err", err))
+	}
 	r.Use(requestID(), accessLog(cfg.Log), recovery(cfg.Log), securityHeaders())
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	al := audit.New(cfg.Store, now)
+	az := authz.New(cfg.Store, al)
+	id := identity.New(cfg.Store, al, az, now, cfg.Auth)
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
-		Dispatch: cfg.Dispatch,
-		Jobs:     jobs.New(cfg.Store, audit.New(cfg.Store, time.Now), cfg.Dispatch),
+		Dispatch:      cfg.Dispatch,
+		Jobs:          jobs.New(cfg.Store, al, cfg.Dispatch),
+		Identity:      id,
+		Authz:         az,
+		Audit:         al,
+		SecureCookies: cfg.SecureCookies,
 	})
+	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}
 	for _, rt := range routes(h) {
-		r.Handle(rt.method, rt.path, rt.handler)
+		r.Handle(rt.method, rt.path, g.check(rt.access), rt.handler)
 	}
 	r.StaticFS("/static", http.FS(static.FS))
 	r.NoRoute(h.NotFound)

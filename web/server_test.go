@@ -57,6 +57,11 @@ func TestHealthReadyAndHome(t *testing.T) {
 			t.Fatalf("readyz = %d %s", res.StatusCode, body)
 		}
 		res, body = get(t, srv.URL+"/")
+		if res.StatusCode != 200 || !strings.Contains(body, "Sign in to Gantry") || res.Request.URL.Path != "/login" {
+			t.Fatalf("home without a session = %d at %s, want the sign-in page", res.StatusCode, res.Request.URL)
+		}
+		s := newSite(t, st, false)
+		res, body = s.send(s.signIn("admin", s.password), "GET", "/", "", nil)
 		if res.StatusCode != 200 || !strings.Contains(body, "Welcome to Gantry") || !strings.Contains(body, "Gantry v0.0.0-test") {
 			t.Fatalf("home = %d", res.StatusCode)
 		}

@@ -12,6 +12,7 @@ import (
 
 func newServeCmd(g *globalOpts) *cobra.Command {
 	var db dbOpts
+	var auth authOpts
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -22,6 +23,10 @@ With no configuration at all it keeps its state in an embedded SQLite database i
 --data-dir; --database-url postgres://… switches to PostgreSQL.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.newLogger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			authOptions, secure, err := auth.options()
 			if err != nil {
 				return err
 			}
@@ -37,7 +42,11 @@ With no configuration at all it keeps its state in an embedded SQLite database i
 			}
 			defer st.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "Gantry %s is serving at http://%s/ (database: %s)\n", version, ln.Addr(), st.Dialect())
-			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log})
+			if err := bootstrap(ctx, cmd.OutOrStdout(), st, authOptions); err != nil {
+				return err
+			}
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log,
+				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
@@ -47,6 +56,7 @@ With no configuration at all it keeps its state in an embedded SQLite database i
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	db.addFlags(cmd)
+	auth.addFlags(cmd)
 	return cmd
 }
 

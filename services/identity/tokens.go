@@ -93,9 +93,30 @@ func (s *Service) Token(ctx context.Context, secret string) (*Principal, error) 
 	return &Principal{User: u, Token: t}, nil
 }
 
+// TokenInfo is a token as its owner sees it in the list.
+type TokenInfo struct {
+	models.APIToken
+	Status string // active, expired or revoked
+}
+
 // Tokens returns the user's tokens, newest first.
-func (s *Service) Tokens(ctx context.Context, u *models.User) ([]models.APIToken, error) {
-	return s.store.APITokensOfUser(ctx, u.ID)
+func (s *Service) Tokens(ctx context.Context, u *models.User) ([]TokenInfo, error) {
+	tokens, err := s.store.APITokensOfUser(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]TokenInfo, len(tokens))
+	for i, t := range tokens {
+		out[i] = TokenInfo{APIToken: t, Status: "active"}
+		switch {
+		case t.RevokedAt != nil:
+			out[i].Status = "revoked"
+		case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+			out[i].Status = "expired"
+		}
+	}
+	return out, nil
 }
 
 // RevokeToken revokes one of u's own tokens, audited. Another user's token is

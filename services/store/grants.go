@@ -50,15 +50,6 @@ func (s *Store) MembershipOf(ctx context.Context, userID, projectID int64) (*mod
 	return &m, nil
 }
 
-// MembershipsOfProject returns the project's memberships, oldest first.
-func (s *Store) MembershipsOfProject(ctx context.Context, projectID int64) ([]models.Membership, error) {
-	var out []models.Membership
-	if err := s.with(ctx).Where("project_id = ?", projectID).Order("id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("memberships of project %d: %w", projectID, err)
-	}
-	return out, nil
-}
-
 // DeleteMembership removes the user from the project; removing a non-member is ErrNotFound.
 func (s *Store) DeleteMembership(ctx context.Context, userID, projectID int64) error {
 	res := s.with(ctx).Where("user_id = ? AND project_id = ?", userID, projectID).Delete(&models.Membership{})
@@ -81,4 +72,43 @@ func (s *Store) CasbinRules() (*gormadapter.Adapter, error) {
 		return nil, fmt.Errorf("open the casbin_rule adapter: %w", err)
 	}
 	return a, nil
+}
+
+// ProjectRole is a user's role in a project, with the project's and its team's names.
+type ProjectRole struct {
+	ProjectID int64
+	Project   string
+	Team      string
+	Role      string
+}
+
+// ProjectRolesOfUser returns the user's roles in projects, by project name.
+func (s *Store) ProjectRolesOfUser(ctx context.Context, userID int64) ([]ProjectRole, error) {
+	var out []ProjectRole
+	err := s.with(ctx).Raw(`SELECT p.id AS project_id, p.name AS project, t.name AS team, m.role
+		FROM memberships m JOIN projects p ON p.id = m.project_id JOIN teams t ON t.id = p.team_id
+		WHERE m.user_id = ? ORDER BY p.name`, userID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("project roles of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// Member is a user's role in one project.
+type Member struct {
+	UserID      int64
+	Username    string
+	DisplayName string
+	Role        string
+}
+
+// MembersOfProject returns the project's members, by username.
+func (s *Store) MembersOfProject(ctx context.Context, projectID int64) ([]Member, error) {
+	var out []Member
+	err := s.with(ctx).Raw(`SELECT u.id AS user_id, u.username, u.display_name, m.role
+		FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? ORDER BY u.username`, projectID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("members of project %d: %w", projectID, err)
+	}
+	return out, nil
 }

@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/identity"
+)
+
+// Gin context keys set by the web gate before a handler runs.
+const (
+	PrincipalKey  = "gantry.principal"  // *identity.Principal of a signed-in caller
+	PermissionKey = "gantry.permission" // authz.Permission in the route's domain
+	ProjectKey    = "gantry.project"    // *models.Project of a project route
+)
+
+// Cookies Gantry sets. All are HttpOnly and SameSite=Lax, and Secure when served over TLS.
+const (
+	SessionCookie   = "gantry_session" // the session id; the database keeps its hash
+	LoginCSRFCookie = "gantry_login"   // the login form's double-submit token, before there is a session
+	OIDCCookie      = "gantry_oidc"    // the signed state of a single sign-on in progress
+)
+
+// principal returns the signed-in caller; the gate guarantees one on non-public routes.
+func principal(c *gin.Context) *identity.Principal {
+	p, _ := c.Get(PrincipalKey)
+	pr, _ := p.(*identity.Principal)
+	return pr
+}
+
+// permission returns what the caller may do in the route's domain.
+func permission(c *gin.Context) authz.Permission {
+	p, _ := c.Get(PermissionKey)
+	perm, _ := p.(authz.Permission)
+	return perm
+}
+
+// routeProject returns the project a project route is about.
+func routeProject(c *gin.Context) *models.Project {
+	p, _ := c.Get(ProjectKey)
+	pr, _ := p.(*models.Project)
+	return pr
+}
+
+// csrfToken is the token state-changing forms of this request must carry.
+func csrfToken(c *gin.Context) string {
+	if p := principal(c); p != nil && p.Session != nil {
+		return p.Session.CSRFToken
+	}
+	return ""
+}
+
+// SetCookie sets (maxAge > 0), or deletes (maxAge < 0), one of Gantry's cookies.
+func (h *Handler) SetCookie(c *gin.Context, name, value string, maxAge int) {
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secureCookies || c.Request.TLS != nil,
+	})
+}
+
+// Refuse answers a request that may not proceed: JSON for the API, a page for browsers.
+func (h *Handler) Refuse(c *gin.Context, status int, code, message string) {
+	if isAPI(c) {
+		jsonError(c, status, code, message, "")
+		return
+	}
+	h.errorPage(c, status, http.StatusText(status), message)
+}

@@ -1,0 +1,85 @@
+package web
+
+import (
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/services/authz"
+)
+
+// Access is the rule of one route: who may call it. Every route in the table carries one,
+// and the zero Access refuses everyone, so a route added without a rule is closed.
+type Access struct {
+	kind    accessKind
+	object  authz.Object
+	action  authz.Action
+	project projectSource
+}
+
+type accessKind int
+
+const (
+	noRule   accessKind = iota // refuses everyone: the route forgot its rule
+	public                     // anyone, signed in or not (login, health, the OIDC callback)
+	agent                      // node agents: no session or CSRF; the handler checks the node credential or join token
+	signedIn                   // any signed-in user; the handler shows only what the user may see
+	platform                   // a platform-wide permission, e.g. reading the audit log
+	project                    // a permission in the project the request is about
+)
+
+// projectSource says where a project route finds its project.
+type projectSource int
+
+const (
+	fromPath projectSource = iota + 1 // the :project path parameter (a project name)
+	fromBody                          // the "project" field of the JSON body or form (a project name)
+	fromJob                           // the project of the job named by the :id path parameter
+)
+
+// Public: anyone.
+func Public() Access { return Access{kind: public} }
+
+// Agent: the agent protocol, authenticated by the handler: handlers.Agent checks the node
+// credential (Authorization: Bearer), the join handler its join token. No session, no CSRF;
+// the handler bounds the body.
+func Agent() Access { return Access{kind: agent} }
+
+// SignedIn: any signed-in user, through a session or an API token.
+func SignedIn() Access { return Access{kind: signedIn} }
+
+// Global: a platform-wide permission (admin console, audit log).
+func Global(obj authz.Object, act authz.Action) Access {
+	return Access{kind: platform, object: obj, action: act}
+}
+
+// InProject: a permission in the project named by the :project path parameter.
+func InProject(obj authz.Object, act authz.Action) Access {
+	return Access{kind: project, object: obj, action: act, project: fromPath}
+}
+
+// InProjectOfBody: a permission in the project named by the "project" field of the
+// JSON body or form.
+func InProjectOfBody(obj authz.Object, act authz.Action) Access {
+	return Access{kind: project, object: obj, action: act, project: fromBody}
+}
+
+// InProjectOfJob: a permission in the project of the job named by the :id path parameter.
+func InProjectOfJob(obj authz.Object, act authz.Action) Access {
+	return Access{kind: project, object: obj, action: act, project: fromJob}
+}
+
+func (a Access) String() string {
+	switch a.kind {
+	case public:
+		return "public"
+	case agent:
+		return "agent"
+	case signedIn:
+		return "signed-in"
+	case platform:
+		return fmt.Sprintf("global %s:%s", a.object, a.action)
+	case project:
+		from := map[projectSource]string{fromPath: "path", fromBody: "body", fromJob: "job"}[a.project]
+		return fmt.Sprintf("project(%s) %s:%s", from, a.object, a.action)
+	}
+	return "no rule"
+}

@@ -1,0 +1,320 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// Roles of the matrix. "outsider" is signed in with no role anywhere.
+const (
+	anonymous = "anonymous"
+	outsider  = "outsider"
+)
+
+var matrixRoles = []string{anonymous, models.RoleAdmin, models.RoleAuditor, models.RoleTeamLead, models.RoleMember, models.RoleViewer, outsider}
+
+// expected is who may pass each permission, written out by hand (not derived from the
+// policy under test): the roles allowed in their own project, and in a foreign one.
+// Platform-wide permissions use own only. A rule not listed here fails the test.
+var expected = map[string]struct{ own, foreign []string }{
+	"project:read":    {own: []string{models.RoleAdmin, models.RoleAuditor, models.RoleTeamLead, models.RoleMember, models.RoleViewer}, foreign: []string{models.RoleAdmin, models.RoleAuditor}},
+	"project:manage":  {own: []string{models.RoleAdmin, models.RoleTeamLead}, foreign: []string{models.RoleAdmin}},
+	"jobs:read":       {own: []string{models.RoleAdmin, models.RoleAuditor, models.RoleTeamLead, models.RoleMember, models.RoleViewer}, foreign: []string{models.RoleAdmin, models.RoleAuditor}},
+	"jobs:write":      {own: []string{models.RoleAdmin, models.RoleTeamLead, models.RoleMember}, foreign: []string{models.RoleAdmin}},
+	"cost:read":       {own: []string{models.RoleAdmin, models.RoleAuditor, models.RoleTeamLead, models.RoleMember, models.RoleViewer}, foreign: []string{models.RoleAdmin, models.RoleAuditor}},
+	"audit:read":      {own: []string{models.RoleAdmin, models.RoleAuditor}},
+	"platform:read":   {own: []string{models.RoleAdmin, models.RoleAuditor}},
+	"platform:write":  {own: []string{models.RoleAdmin}},
+	"platform:manage": {own: []string{models.RoleAdmin}},
+}
+
+// matrix is the world the matrix test runs in.
+type matrix struct {
+	t        *testing.T
+	st       *store.Store
+	id       *identity.Service
+	srv      *httptest.Server
+	users    map[string]*models.User
+	projects map[bool]*models.Project // own (true) and foreign (false)
+	jobs     map[bool]*models.Job
+}
+
+func newMatrix(t *testing.T) *matrix {
+	t.Helper()
+	ctx := context.Background()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	al := audit.New(st, time.Now)
+	az := authz.New(st, al)
+	opts := identity.Options{BcryptCost: bcrypt.MinCost}
+	m := &matrix{t: t, st: st, id: identity.New(st, al, az, time.Now, opts), users: map[string]*models.User{},
+		projects: map[bool]*models.Project{}, jobs: map[bool]*models.Job{}}
+	for own, team := range map[bool]string{true: "vision", false: "speech"} {
+		tm := &models.Team{Name: team}
+		if err := st.CreateTeam(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
+		p := &models.Project{TeamID: tm.ID, Name: team + "-main"}
+		if err := st.CreateProject(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		m.projects[own] = p
+	}
+	for _, role := range append(matrixRoles[1:], "target") {
+		u := &models.User{Username: role + "-user"}
+		if err := st.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		m.users[role] = u
+		var err error
+		switch role {
+		case models.RoleAdmin, models.RoleAuditor:
+			err = az.SetGlobalRoles(ctx, u, role == models.RoleAdmin, role == models.RoleAuditor)
+		case models.RoleTeamLead, models.RoleMember, models.RoleViewer, "target":
+			r := role
+			if role == "target" {
+				r = models.RoleViewer
+			}
+			err = az.SetProjectRole(ctx, u, m.projects[true], r)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for own, p := range m.projects {
+		j := &models.Job{Name: "job-" + p.Name, ProjectID: p.ID, UserID: m.users[models.RoleMember].ID, Command: `["true"]`, Env: "{}", Replicas: 1, Kind: "batch", PriorityClass: "research"}
+		if err := st.CreateJob(ctx, j, "matrix"); err != nil {
+			t.Fatal(err)
+		}
+		m.jobs[own] = j
+	}
+	disp, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: al, Now: time.Now, Log: log}, dispatch.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.srv = httptest.NewServer(NewRouter(Config{Store: st, Version: "test", Log: log, Dispatch: disp, Auth: opts}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+var pathParam = regexp.MustCompile(`:[a-z]+`)
+
+// fill puts values into a route's path parameters, for the own or a foreign project.
+func (m *matrix) fill(path string, own bool) string {
+	return pathParam.ReplaceAllStringFunc(path, func(p string) string {
+		switch p {
+		case ":project":
+			return m.projects[own].Name
+		case ":id":
+			if strings.HasPrefix(path, "/api/v1/jobs/") {
+				return fmt.Sprint(m.jobs[own].ID)
+			}
+			return "1"
+		case ":user":
+			return m.users["target"].Username
+		}
+		m.t.Fatalf("the matrix test does not know how to fill %s in %s: teach it in fill", p, path)
+		return ""
+	})
+}
+
+// body is what a state-changing request sends: enough for the gate to find its project.
+func (m *matrix) body(r route, own bool) string {
+	switch {
+	case r.access.project == fromBody:
+		return fmt.Sprintf(`{"project": %q, "name": "m", "command": ["true"]}`, m.projects[own].Name)
+	case strings.Contains(r.path, "/members/"):
+		return `{"role": "viewer"}`
+	}
+	return ""
+}
+
+// do sends r as role: pages with a session cookie (and its CSRF token), the API with a
+// write-scoped token, anonymous requests with the login form's double-submit token.
+func (m *matrix) do(r route, role string, own bool) *http.Response {
+	ctx := context.Background()
+	body := m.body(r, own)
+	req, err := http.NewRequest(r.method, m.srv.URL+m.fill(r.path, own), strings.NewReader(body))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if strings.HasPrefix(body, "{") {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	api := strings.HasPrefix(r.path, "/api/")
+	switch {
+	case role == anonymous:
+		req.AddCookie(&http.Cookie{Name: handlers.LoginCSRFCookie, Value: "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
+		req.Header.Set("X-CSRF-Token", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+	case api && r.access.kind != agent:
+		secret, _, err := m.id.CreateToken(ctx, m.users[role], "matrix", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+	default:
+		cookie, sess, err := m.id.StartSession(ctx, m.users[role], "", "matrix")
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		req.AddCookie(&http.Cookie{Name: handlers.SessionCookie, Value: cookie})
+		req.Header.Set("X-CSRF-Token", sess.CSRFToken)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
+	res, err := client.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+// routeAccess is the access each route must have, written out by hand: "public", "agent",
+// "signed-in", or a permission. A route missing here fails the test: say who may call it.
+var routeAccess = map[string]string{
+	"GET /healthz":                                   "public",
+	"GET /readyz":                                    "public",
+	"GET /login":                                     "public",
+	"POST /login":                                    "public",
+	"GET /":                                          "signed-in",
+	"POST /logout":                                   "signed-in",
+	"GET /tokens":                                    "signed-in",
+	"POST /tokens":                                   "signed-in",
+	"POST /tokens/:id/revoke":                        "signed-in",
+	"GET /api/v1/me":                                 "signed-in",
+	"POST /api/v1/jobs":                              "jobs:write",
+	"GET /api/v1/jobs/:id":                           "jobs:read",
+	"GET /api/v1/jobs/:id/logs":                      "jobs:read",
+	"POST " + agentapi.PathJoin:                      "agent",
+	"POST " + agentapi.PathHeartbeat:                 "agent",
+	"GET " + agentapi.PathLeases:                     "agent",
+	"POST " + agentapi.PathReport:                    "agent",
+	"POST " + agentapi.PathLogs:                      "agent",
+	"GET /api/v1/projects/:project/members":          "project:read",
+	"PUT /api/v1/projects/:project/members/:user":    "project:manage",
+	"DELETE /api/v1/projects/:project/members/:user": "project:manage",
+}
+
+// projectScoped are the objects whose permissions hold per project.
+var projectScoped = []string{"project", "jobs", "cost"}
+
+// mayPass says whether role may call the route, from the hand-written tables.
+func mayPass(t *testing.T, key, role string, own bool) bool {
+	want, ok := routeAccess[key]
+	if !ok {
+		t.Fatalf("%s is not in the matrix test's routeAccess: say who may call it", key)
+	}
+	switch want {
+	case "public":
+		return true
+	case "signed-in":
+		return role != anonymous
+	}
+	e, ok := expected[want]
+	if !ok {
+		t.Fatalf("no expected roles for %s (%s): add it to the matrix test's table", want, key)
+	}
+	obj, _, _ := strings.Cut(want, ":")
+	if slices.Contains(projectScoped, obj) && !own {
+		return slices.Contains(e.foreign, role)
+	}
+	return slices.Contains(e.own, role)
+}
+
+// TestRouteMatrix walks every route of the table, as every role, on the caller's own
+// project and on a foreign one, and checks that the gate lets through exactly whom the
+// hand-written table says. A route without a rule fails it.
+func TestRouteMatrix(t *testing.T) {
+	m := newMatrix(t)
+	table := routes(handlers.New(m.st, "test", nil, handlers.Services{}))
+	for _, r := range table {
+		if r.access.kind == noRule {
+			t.Errorf("%s %s has no access rule: give it one in web/routes.go", r.method, r.path)
+		}
+	}
+	checked := 0
+	for _, r := range table {
+		key := r.method + " " + r.path
+		if routeAccess[key] == "agent" && r.access.kind != agent {
+			t.Errorf("%s is an agent route but its rule is %s", key, r.access)
+		}
+		scopes := []bool{true}
+		if obj, _, ok := strings.Cut(routeAccess[key], ":"); ok && slices.Contains(projectScoped, obj) {
+			scopes = []bool{true, false}
+		}
+		for _, role := range matrixRoles {
+			for _, own := range scopes {
+				where := map[bool]string{true: "own", false: "foreign"}[own]
+				res := m.do(r, role, own)
+				checked++
+				if routeAccess[key] == "agent" {
+					// Users are not agents: no user credential gets an agent through.
+					if res.StatusCode < 400 {
+						t.Errorf("%s %s as %s: %d, an agent route served a user", r.method, r.path, role, res.StatusCode)
+					}
+					continue
+				}
+				denied := res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden ||
+					(res.StatusCode == http.StatusSeeOther && strings.HasPrefix(res.Header.Get("Location"), "/login?next="))
+				if want := mayPass(t, key, role, own); denied == want {
+					t.Errorf("%s %s (%s) as %s in %s project: status %d, want %s", r.method, r.path, r.access, role, where,
+						res.StatusCode, map[bool]string{true: "allowed", false: "denied"}[want])
+				}
+			}
+		}
+	}
+	t.Logf("%d routes, %d requests checked", len(table), checked)
+}
+
+// A route that reaches the router without a rule is refused, whoever calls it.
+func TestRouteWithoutRuleIsRefused(t *testing.T) {
+	m := newMatrix(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	al := audit.New(m.st, time.Now)
+	az := authz.New(m.st, al)
+	h := handlers.New(m.st, "test", log, handlers.Services{Identity: m.id, Authz: az, Audit: al})
+	g := &gate{h: h, identity: m.id, authz: az, audit: al, store: m.st, log: log}
+	r := gin.New()
+	r.GET("/forgotten", g.check(Access{}), func(c *gin.Context) { c.String(http.StatusOK, "secret") })
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	cookie, _, err := m.id.StartSession(context.Background(), m.users[models.RoleAdmin], "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/forgotten", nil)
+	req.AddCookie(&http.Cookie{Name: handlers.SessionCookie, Value: cookie})
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || strings.Contains(string(b), "secret") || !strings.Contains(string(b), "no access rule") {
+		t.Fatalf("route without a rule, as admin: %d %s", res.StatusCode, b)
+	}
+}

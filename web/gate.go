@@ -1,0 +1,350 @@
+package web
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// maxBody bounds every request body but the agent protocol's (whose handlers bound their own).
+const maxBody = 1 << 20
+
+// gate enforces a route's Access before its handler runs: it authenticates the caller
+// (session cookie, or Bearer token on /api), checks CSRF on state-changing requests made
+// with a session, finds the project, computes the caller's Permission once and asks it.
+// Every refusal is answered with a clear message and audited.
+type gate struct {
+	h        *handlers.Handler
+	identity *identity.Service
+	authz    *authz.Authorizer
+	audit    *audit.Log
+	store    *store.Store
+	log      *slog.Logger
+}
+
+// refusal is a request turned away: status, code and a message the caller can act on;
+// or, for a page that needs a signed-in user, a redirect to the login page.
+type refusal struct {
+	status   int
+	code     string
+	message  string
+	project  *int64
+	location string
+}
+
+func (g *gate) check(rule Access) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := audit.WithActor(c.Request.Context(), audit.Actor{
+			Name: "anonymous", Type: models.ActorUser, IP: c.ClientIP(), RequestID: c.GetString(handlers.RequestIDKey),
+		})
+		c.Request = c.Request.WithContext(ctx)
+		if rule.kind == agent {
+			// The handler authenticates the node (handlers.Agent) or its join token.
+			c.Next()
+			return
+		}
+		if rule.kind == noRule {
+			g.log.Error("route without an access rule", slog.String("method", c.Request.Method), slog.String("route", c.FullPath()))
+			g.refuse(c, refusal{status: http.StatusForbidden, code: "forbidden", message: "this route has no access rule, so Gantry refuses it"})
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+		if r := g.admit(c, rule); r != nil {
+			g.refuse(c, *r)
+			return
+		}
+		c.Next()
+	}
+}
+
+// admit runs the checks of rule and returns the first refusal, or nil.
+func (g *gate) admit(c *gin.Context, rule Access) *refusal {
+	p, r := g.authenticate(c, rule.kind == public)
+	if r != nil {
+		return r
+	}
+	if p == nil && rule.kind != public {
+		return g.signInFirst(c)
+	}
+	if r := g.checkCSRF(c, p); r != nil {
+		return r
+	}
+	if rule.kind == public {
+		return nil
+	}
+	if p.ReadOnly() && !safeMethod(c.Request.Method) {
+		return &refusal{status: http.StatusForbidden, code: "forbidden", message: "this API token is read-only: create one with scope write to change things"}
+	}
+	ctx := c.Request.Context()
+	var perm authz.Permission
+	var err error
+	switch rule.kind {
+	case signedIn:
+		perm, err = g.authz.Global(ctx, p.User.ID)
+	case platform:
+		perm, err = g.authz.Global(ctx, p.User.ID)
+	case project:
+		proj, r := g.project(c, rule.project)
+		if r != nil {
+			return r
+		}
+		c.Set(handlers.ProjectKey, proj)
+		perm, err = g.authz.InProject(ctx, p.User.ID, proj.ID)
+	}
+	if err != nil {
+		g.log.Error("authorize", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
+		return &refusal{status: http.StatusInternalServerError, code: "internal", message: "permissions could not be checked; try again"}
+	}
+	if p.ReadOnly() {
+		perm = perm.ReadOnly()
+	}
+	c.Set(handlers.PermissionKey, perm)
+	if rule.kind != signedIn && !perm.Can(rule.object, rule.action) {
+		var pid *int64
+		if perm.ProjectID != 0 {
+			pid = &perm.ProjectID
+		}
+		return &refusal{status: http.StatusForbidden, code: "forbidden", message: denial(rule, perm), project: pid}
+	}
+	return nil
+}
+
+// denial says what the caller lacks, in words.
+func denial(rule Access, perm authz.Permission) string {
+	where := "on this Gantry"
+	if rule.kind == project {
+		where = "in this project"
+	}
+	roles := "no role"
+	if len(perm.Roles) > 0 {
+		roles = "the role " + strings.Join(perm.Roles, ", ")
+	}
+	return fmt.Sprintf("you may not %s %s %s: you have %s; ask a team lead or an admin for access", rule.action, rule.object, where, roles)
+}
+
+// authenticate finds the caller: a Bearer token on /api, else the session cookie. A
+// credential that does not hold is refused, except on public routes, where the caller just
+// counts as anonymous (the login page must open for a browser with an ended session).
+func (g *gate) authenticate(c *gin.Context, public bool) (*identity.Principal, *refusal) {
+	ctx := c.Request.Context()
+	var p *identity.Principal
+	var err error
+	header := c.GetHeader("Authorization")
+	cookie, _ := c.Cookie(handlers.SessionCookie)
+	switch {
+	case isAPIPath(c) && header != "":
+		token, ok := strings.CutPrefix(header, "Bearer ")
+		if !ok {
+			return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "the Authorization header must be: Bearer <API token>"}
+		}
+		p, err = g.identity.Token(ctx, strings.TrimSpace(token))
+	case cookie != "":
+		p, err = g.identity.Session(ctx, cookie)
+		if err != nil {
+			g.h.SetCookie(c, handlers.SessionCookie, "", -1)
+		}
+	default:
+		return nil, nil
+	}
+	switch {
+	case errors.Is(err, identity.ErrUnauthenticated) && public:
+		return nil, nil
+	case errors.Is(err, identity.ErrUnauthenticated):
+		if safeMethod(c.Request.Method) && !isAPIPath(c) && cookie != "" {
+			// An ended session on a page: audit it, then send the browser to sign in again.
+			g.audited(c, refusal{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()})
+			return nil, g.signInFirst(c)
+		}
+		return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
+	case err != nil:
+		g.log.Error("authenticate", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
+		return nil, &refusal{status: http.StatusInternalServerError, code: "internal", message: "your credentials could not be checked; try again"}
+	}
+	c.Set(handlers.PrincipalKey, p)
+	c.Set(handlers.UserKey, p.User)
+	c.Request = c.Request.WithContext(audit.WithActor(ctx, p.Actor(c.ClientIP(), c.GetString(handlers.RequestIDKey))))
+	return p, nil
+}
+
+// checkCSRF refuses a state-changing request made with a browser session unless it carries
+// the session's CSRF token (form field csrf_token or header X-CSRF-Token); without a session,
+// the login form's double-submit cookie must match. API tokens need none: no browser sends them.
+func (g *gate) checkCSRF(c *gin.Context, p *identity.Principal) *refusal {
+	if safeMethod(c.Request.Method) || (p != nil && p.Token != nil) {
+		return nil
+	}
+	if r := parseForm(c); r != nil {
+		return r
+	}
+	sent := c.GetHeader("X-CSRF-Token")
+	if sent == "" {
+		sent = c.Request.PostFormValue("csrf_token")
+	}
+	want := ""
+	if p != nil {
+		want = p.Session.CSRFToken
+	} else if cookie, err := c.Cookie(handlers.LoginCSRFCookie); err == nil {
+		want = cookie
+	}
+	if want == "" || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(want)) != 1 {
+		return &refusal{status: http.StatusForbidden, code: "csrf", message: "this form's security token is missing or out of date: reload the page and try again"}
+	}
+	return nil
+}
+
+// parseForm reads a form body within maxBody, answering 400 for one too large or malformed.
+func parseForm(c *gin.Context) *refusal {
+	ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	var err error
+	switch ct {
+	case "application/x-www-form-urlencoded":
+		err = c.Request.ParseForm()
+	case "multipart/form-data":
+		err = c.Request.ParseMultipartForm(maxBody)
+	default:
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("the form is larger than %d KiB", maxBody>>10)}
+	case err != nil:
+		return &refusal{status: http.StatusBadRequest, code: "malformed", message: "the form could not be read: " + err.Error()}
+	}
+	return nil
+}
+
+// project finds the project a project route is about.
+func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *refusal) {
+	ctx := c.Request.Context()
+	var name string
+	switch from {
+	case fromPath:
+		name = c.Param("project")
+	case fromBody:
+		n, r := bodyProject(c)
+		if r != nil {
+			return nil, r
+		}
+		name = n
+	case fromJob:
+		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+		if err != nil || id <= 0 {
+			return nil, &refusal{status: http.StatusBadRequest, code: "invalid", message: "a job id is a positive integer"}
+		}
+		j, err := g.store.JobByID(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id")}
+		}
+		if err != nil {
+			return nil, g.internal(c, err)
+		}
+		p, err := g.store.ProjectByID(ctx, j.ProjectID)
+		if err != nil {
+			return nil, g.internal(c, err)
+		}
+		return p, nil
+	}
+	p, err := g.store.ProjectByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name)}
+	}
+	if err != nil {
+		return nil, g.internal(c, err)
+	}
+	return p, nil
+}
+
+// bodyProject reads the "project" field of a JSON body or form and puts the body back.
+func bodyProject(c *gin.Context) (string, *refusal) {
+	if r := parseForm(c); r != nil {
+		return "", r
+	}
+	if c.Request.PostForm != nil {
+		if name := c.Request.PostFormValue("project"); name != "" {
+			return name, nil
+		}
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "project: name the project"}
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return "", &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("the body is larger than %d KiB", maxBody>>10)}
+	}
+	if err != nil {
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body could not be read: " + err.Error()}
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	var v struct {
+		Project string `json:"project"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body is not valid JSON: " + err.Error()}
+	}
+	if v.Project == "" {
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "project: name the project"}
+	}
+	return v.Project, nil
+}
+
+// signInFirst answers an anonymous request: 401 for the API and for forms, a redirect to
+// the login page (and back afterwards) for a page.
+func (g *gate) signInFirst(c *gin.Context) *refusal {
+	if isAPIPath(c) || !safeMethod(c.Request.Method) {
+		return &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "sign in first, or send an API token as Authorization: Bearer <token>"}
+	}
+	return &refusal{status: http.StatusSeeOther, location: "/login?next=" + url.QueryEscape(c.Request.URL.RequestURI())}
+}
+
+func (g *gate) internal(c *gin.Context, err error) *refusal {
+	g.log.Error("gate", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
+	return &refusal{status: http.StatusInternalServerError, code: "internal", message: "something went wrong on our side; try again"}
+}
+
+// refuse answers r and audits it; sending a browser to the login page is not a refusal.
+func (g *gate) refuse(c *gin.Context, r refusal) {
+	if r.location != "" {
+		c.Redirect(r.status, r.location)
+		c.Abort()
+		return
+	}
+	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound {
+		g.audited(c, r)
+	}
+	g.h.Refuse(c, r.status, r.code, r.message)
+}
+
+// audited records a refusal; the request itself changes nothing.
+func (g *gate) audited(c *gin.Context, r refusal) {
+	err := g.audit.Append(c.Request.Context(), audit.Entry{
+		Action: "access.denied", ObjectType: "route", ObjectID: c.Request.Method + " " + c.Request.URL.Path, ProjectID: r.project,
+		Detail: map[string]any{"status": r.status, "reason": r.message},
+	})
+	if err != nil {
+		g.log.Error("audit a refusal", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
+	}
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func isAPIPath(c *gin.Context) bool { return strings.HasPrefix(c.Request.URL.Path, "/api/") }
