@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Run loops until ctx ends: mark silent nodes lost, then schedule. It runs every
+// Run loops until ctx ends: mark silent nodes lost, stop what runs on drained
+// nodes past their deadline, then schedule. It runs every
 // TickInterval and as soon as Kick is called.
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.TickInterval)
@@ -25,6 +26,9 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) Tick(ctx context.Context) {
 	if _, err := s.markLostNodes(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("liveness check failed", "err", err)
+	}
+	if err := s.stopDrainedNodes(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("drain check failed", "err", err)
 	}
 	if _, err := s.schedule(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("scheduling pass failed", "err", err)

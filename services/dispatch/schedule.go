@@ -71,6 +71,8 @@ type RunningAllocation struct {
 // Plan is the scheduler's answer.
 type Plan struct {
 	Placements []Placement
+	// Preemptions stop running jobs to make room; they resume from their checkpoints.
+	Preemptions []Preemption
 	// Waiting says, for jobs left in the queue, why they wait, in words.
 	Waiting map[int64]string
 }
@@ -285,6 +287,11 @@ func (s *Service) apply(ctx context.Context, snap Snapshot, plan Plan) (int, []i
 			touched = append(touched, nodes...)
 			placed++
 		}
+		stopped, err := s.preempt(ctx, tx, plan.Preemptions)
+		if err != nil {
+			return err
+		}
+		touched = append(touched, stopped...)
 		for id, reason := range plan.Waiting {
 			if j, ok := queued[id]; ok && j.PendingReason != reason {
 				if err := tx.SetPendingReason(ctx, id, reason); err != nil {
