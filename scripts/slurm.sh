@@ -172,6 +172,7 @@ PriorityWeightQOS=10000
 PreemptType=preempt/qos
 PreemptMode=REQUEUE
 JobRequeue=1
+EnforcePartLimits=ALL
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$dbd_port

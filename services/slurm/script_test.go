@@ -1,0 +1,209 @@
+package slurm
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+func testConfig(dir string) Config {
+	return Config{
+		Partition: "gpu", Account: "ml", LogDir: dir + "/logs", CheckpointDir: dir + "/ckpt",
+		QOS:       map[string]string{"production": "prod", "test": "scavenger"},
+		GRESTypes: map[string]string{"A100-80GB": "a100", "3g.40gb": "a100_3g.40gb"},
+	}
+}
+
+func TestSbatchArgs(t *testing.T) {
+	c := testConfig("/shared")
+	args, err := c.sbatchArgs(JobSpec{
+		JobID: 12, Attempt: 2, Name: "train 'resnet'\n", Command: []string{"python", "train.py"}, GPUs: 2, GPUModel: "A100-80GB",
+		CPUMilli: 3500, MemoryMiB: 16384, TimeLimit: 26*time.Hour + 90*time.Second, PriorityClass: "production", CheckpointGrace: 2 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"--parsable", "--job-name=gantry-12-2", "--comment=gantry job 12 attempt 2: train resnet", "--partition=gpu",
+		"--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=4", "--chdir=/shared/ckpt/job-12",
+		"--output=/shared/logs/gantry-12-2.out", "--error=/shared/logs/gantry-12-2.err", "--open-mode=append", "--export=NIL",
+		"--requeue", "--signal=B:USR1@120", "--account=ml", "--qos=prod", "--mem=16384M", "--time=1-02:01:30", "--gres=gpu:a100:2",
+	}
+	if !reflect.DeepEqual(args, want) {
+		t.Errorf("args:\n got %q\nwant %q", args, want)
+	}
+
+	c.GPUOption = "gpus"
+	args, err = c.sbatchArgs(JobSpec{JobID: 1, Attempt: 1, Command: []string{"x"}, GPUs: 1, MIGProfile: "3g.40gb", PriorityClass: "research"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(args, " ")
+	if !strings.Contains(joined, "--gpus-per-node=a100_3g.40gb:1") || strings.Contains(joined, "--qos") || !strings.Contains(joined, "--signal=B:USR1@60") || !strings.Contains(joined, "--cpus-per-task=1") {
+		t.Errorf("MIG slice, unmapped class, default signal lead, at least one CPU: %s", joined)
+	}
+	c.GPUOption = ""
+	args, _ = c.sbatchArgs(JobSpec{JobID: 1, Attempt: 1, Command: []string{"x"}, GPUs: 4})
+	if !strings.Contains(strings.Join(args, " "), "--gres=gpu:4") {
+		t.Errorf("any model: %q", args)
+	}
+}
+
+func TestSbatchArgsRefusesWhatSlurmCannotRun(t *testing.T) {
+	c := testConfig("/shared")
+	ok := JobSpec{JobID: 1, Attempt: 1, Command: []string{"x"}}
+	cases := []struct {
+		field string
+		edit  func(*JobSpec)
+	}{
+		{"gpu_milli", func(s *JobSpec) { s.GPUs, s.GPUMilli = 0, 250 }},
+		{"gpu_model", func(s *JobSpec) { s.GPUs, s.GPUModel = 1, "H100-80GB" }},
+		{"image", func(s *JobSpec) { s.Image = "nvcr.io/nvidia/pytorch:24.01-py3" }},
+		{"env", func(s *JobSpec) { s.Env = map[string]string{"SLURM_JOB_ID": "1"} }},
+		{"env", func(s *JobSpec) { s.Env = map[string]string{"BAD-NAME": "1"} }},
+		{"command", func(s *JobSpec) { s.Command = nil }},
+		{"job", func(s *JobSpec) { s.Attempt = 0 }},
+		{"resources", func(s *JobSpec) { s.MemoryMiB = -1 }},
+	}
+	for _, tc := range cases {
+		s := ok
+		tc.edit(&s)
+		_, err := c.sbatchArgs(s)
+		var fe *models.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: got %v", tc.field, err)
+		}
+	}
+	_, err := c.sbatchArgs(JobSpec{JobID: 1, Attempt: 1, Command: []string{"x"}, GPUs: 1, GPUModel: "H100-80GB"})
+	if err == nil || !strings.Contains(err.Error(), "H100-80GB has no Slurm GRES type on partition gpu; the pool's gres_types map 3g.40gb→a100_3g.40gb, A100-80GB→a100") {
+		t.Errorf("unmapped model message: %v", err)
+	}
+}
+
+func TestCommandLineUsesSrunForContainersAndReplicas(t *testing.T) {
+	c := testConfig("/shared")
+	c.Container = "pyxis"
+	got := c.commandLine(JobSpec{JobID: 3, Command: []string{"python", "x.py"}, Image: "nvcr.io/nvidia/pytorch:24.01-py3"})
+	want := []string{"srun", "--ntasks=1", "--ntasks-per-node=1", "--container-image=nvcr.io/nvidia/pytorch:24.01-py3",
+		"--container-mounts=/shared/ckpt/job-3:/shared/ckpt/job-3", "python", "x.py"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("container:\n got %q\nwant %q", got, want)
+	}
+	if got := c.commandLine(JobSpec{Command: []string{"x"}, Replicas: 2}); !reflect.DeepEqual(got, []string{"srun", "--ntasks=2", "--ntasks-per-node=1", "x"}) {
+		t.Errorf("replicas: %q", got)
+	}
+	if got := c.commandLine(JobSpec{Command: []string{"x"}}); !reflect.DeepEqual(got, []string{"x"}) {
+		t.Errorf("plain: %q", got)
+	}
+}
+
+// startScript runs the batch script as Slurm would, with bash, outside Slurm.
+func startScript(t *testing.T, c Config, s JobSpec) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	if err := os.MkdirAll(c.CheckpointPath(s.JobID), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-s")
+	cmd.Stdin = strings.NewReader(c.batchScript(s))
+	cmd.Dir = c.CheckpointPath(s.JobID)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", path)
+	return ""
+}
+
+func TestBatchScriptRunsTheCommandWithItsEnvironment(t *testing.T) {
+	c := testConfig(t.TempDir())
+	cmd, out := startScript(t, c, JobSpec{JobID: 5, Attempt: 2, Command: []string{"sh", "-c", `echo "$GANTRY_JOB_ID/$GANTRY_ATTEMPT $GANTRY_CHECKPOINT_DIR [$QUOTE]"; exit 3`},
+		Env: map[string]string{"QUOTE": `it's "$HOME" $(date)`}})
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("want the command's exit code 3, got %v; output %s", err, out)
+	}
+	want := "5/2 " + c.CheckpointPath(5) + ` [it's "$HOME" $(date)]` + "\n"
+	if out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+}
+
+// The preemption protocol: USR1 → checkpoint request file and USR1 to the command;
+// the command saves and exits; the script stays until Slurm's TERM, so that Slurm
+// requeues the job instead of counting it completed.
+func TestBatchScriptCheckpointsAndWaitsToBeRequeued(t *testing.T) {
+	c := testConfig(t.TempDir())
+	ckpt := c.CheckpointPath(9)
+	victim := `trap 'echo step-42 > "$GANTRY_CHECKPOINT_DIR/state"; exit 0' USR1; echo ready > "$GANTRY_CHECKPOINT_DIR/ready"; while :; do sleep 0.05; done`
+	cmd, out := startScript(t, c, JobSpec{JobID: 9, Attempt: 1, Command: []string{"bash", "-c", victim}})
+	waitFile(t, filepath.Join(ckpt, "ready"))
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, filepath.Join(ckpt, "state")); got != "step-42\n" {
+		t.Errorf("checkpoint: %q", got)
+	}
+	req := waitFile(t, filepath.Join(ckpt, "checkpoint-request"))
+	if _, err := time.Parse("2006-01-02T15:04:05Z", strings.TrimSpace(req)); err != nil {
+		t.Errorf("checkpoint request should hold the time: %q", req)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the script ended after the checkpoint (%v): Slurm would count the job completed; output %s", err, out)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the script did not end on TERM")
+	}
+	if !strings.Contains(out.String(), "waiting for Slurm to requeue the job") {
+		t.Errorf("output should say why it waits: %q", out)
+	}
+}
+
+func TestBatchScriptPassesTermToTheCommand(t *testing.T) {
+	c := testConfig(t.TempDir())
+	ckpt := c.CheckpointPath(4)
+	cmd, _ := startScript(t, c, JobSpec{JobID: 4, Attempt: 1, Command: []string{"bash", "-c",
+		`trap 'echo term > "$GANTRY_CHECKPOINT_DIR/got"; exit 143' TERM; echo ready > "$GANTRY_CHECKPOINT_DIR/ready"; while :; do sleep 0.05; done`}})
+	waitFile(t, filepath.Join(ckpt, "ready"))
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Errorf("want exit 143 from the command, got %v", err)
+	}
+	if got := waitFile(t, filepath.Join(ckpt, "got")); got != "term\n" {
+		t.Errorf("the command should get TERM: %q", got)
+	}
+}
