@@ -17,6 +17,8 @@
 //   - [Follower]: polls with back-off and turns what it sees into [Event]s for the
 //     jobs it tracks: started, pending with a reason, held, run ended (requeued or
 //     final, with its record), vanished; and lists jobs submitted outside Gantry.
+//   - [SpecOf] and [Decide] map between Gantry and Slurm: a job attempt to the batch
+//     job it becomes, and each Event to the Gantry job's next states (gantry.go).
 //
 // Errors say whether to retry: [ErrUnavailable] (controller or database unreachable,
 // a command timed out) and [*ParseError] are transient; a [*RejectedError] (bad

@@ -1,0 +1,132 @@
+package slurm
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gantry-gpu/gantry/models"
+)
+
+func ended(state string, exit, signal int, final bool) Event {
+	r := &Run{JobID: "11", State: state, ExitCode: exit, Signal: signal, Start: utc("2026-11-30T10:00:05"), End: utc("2026-11-30T10:01:05")}
+	return Event{Kind: EventRunEnded, SlurmID: "11", Run: 1, Record: r, Final: final, Message: endedMessage("11", 1, *r, final)}
+}
+
+func steps(d Decision) string {
+	var s []string
+	for _, st := range d.Steps {
+		x := st.To + ":" + st.Reason
+		if st.ExitCode != nil {
+			x += fmt.Sprintf("(%d)", *st.ExitCode)
+		}
+		if st.NextAttempt {
+			x += "+attempt"
+		}
+		s = append(s, x)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestDecide(t *testing.T) {
+	started := Event{Kind: EventStarted, SlurmID: "11", Run: 1, Message: "Slurm job 11 run 1 started on node1"}
+	pending := Event{Kind: EventPending, SlurmID: "11", Run: 1, Reason: "Resources", Message: "Slurm job 11 waits: Resources"}
+	vanished := Event{Kind: EventVanished, SlurmID: "11", Final: true, Message: "Slurm job 11 is unknown to Slurm"}
+	cases := []struct {
+		name, state string
+		e           Event
+		want        string
+		note        bool
+		charge      bool
+		resubmit    bool
+		cancel      bool
+	}{
+		{"start", models.JobScheduled, started, "running:started", false, false, false, false},
+		{"start again", models.JobRunning, started, "", false, false, false, false},
+		{"waits in Slurm", models.JobScheduled, pending, "", true, false, false, false},
+		{"succeeded", models.JobRunning, ended("COMPLETED", 0, 0, true), "succeeded:succeeded(0)", false, true, false, false},
+		{"failed", models.JobRunning, ended("FAILED", 3, 0, true), "failed:failed(3)", false, true, false, false},
+		{"killed", models.JobRunning, ended("FAILED", 0, 9, true), "failed:failed(137)", false, true, false, false},
+		{"time limit", models.JobRunning, ended("TIMEOUT", 0, 0, true), "failed:timeout(0)", false, true, false, false},
+		{"out of memory", models.JobRunning, ended("OUT_OF_MEMORY", 0, 0, true), "failed:out-of-memory(0)", false, true, false, false},
+		{"ran between polls", models.JobScheduled, ended("COMPLETED", 0, 0, true), "succeeded:succeeded(0)", false, true, false, false},
+		{"cancelled in Slurm", models.JobRunning, ended("CANCELLED", 0, 15, true), "cancelled:cancelled(143)", false, true, false, false},
+		{"preempted, requeued by Slurm", models.JobRunning, ended("PREEMPTED", 0, 0, false),
+			"preempting:preempted queued:requeued scheduled:requeued+attempt", false, true, false, false},
+		{"node failed, requeued by Slurm", models.JobRunning, ended("NODE_FAIL", 0, 0, false),
+			"preempting:requeued queued:requeued scheduled:requeued+attempt", false, true, false, false},
+		{"requeued while Gantry preempts", models.JobPreempting, ended("PREEMPTED", 0, 0, false), "queued:requeued scheduled:requeued+attempt", false, true, false, false},
+		{"preempted for good", models.JobRunning, ended("PREEMPTED", 0, 0, true), "preempting:preempted queued:preempted", false, true, true, false},
+		{"lost by Slurm", models.JobRunning, vanished, "queued:lost", false, false, true, false},
+		{"lost while waiting", models.JobScheduled, vanished, "queued:lost", false, false, true, false},
+		{"cancelled in Gantry, still running in Slurm", models.JobCancelled, started, "", false, false, false, true},
+		{"cancelled in Gantry, then ended", models.JobCancelled, ended("CANCELLED", 0, 15, true), "", false, true, false, false},
+	}
+	for _, c := range cases {
+		d, err := Decide(c.state, c.e)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := steps(d); got != c.want || (d.Note != "") != c.note || (d.Charge != nil) != c.charge || d.Resubmit != c.resubmit || d.Cancel != c.cancel {
+			t.Errorf("%s: got %q note %q charge %v resubmit %v cancel %v", c.name, got, d.Note, d.Charge != nil, d.Resubmit, d.Cancel)
+		}
+	}
+	d, _ := Decide(models.JobRunning, ended("PREEMPTED", 0, 0, false))
+	if d.Steps[0].Message != "Slurm job 11 run 1 ended PREEMPTED after 0s; Slurm requeued it" || d.Steps[2].Message != "run 2 waits in Slurm as job 11" {
+		t.Errorf("events name the Slurm job and run: %+v", d.Steps)
+	}
+}
+
+// Whatever state the Gantry job is in, a decision only takes moves the job state
+// machine allows, or says why it cannot.
+func TestDecideOnlyTakesAllowedMoves(t *testing.T) {
+	states := []string{models.JobQueued, models.JobScheduled, models.JobRunning, models.JobPreempting, models.JobHeld,
+		models.JobSucceeded, models.JobFailed, models.JobCancelled}
+	events := []Event{
+		{Kind: EventStarted, SlurmID: "1"}, {Kind: EventPending, SlurmID: "1"}, {Kind: EventHeld, SlurmID: "1"},
+		{Kind: EventUnreadable, SlurmID: "1"}, {Kind: EventVanished, SlurmID: "1"},
+	}
+	for _, st := range []string{"COMPLETED", "FAILED", "CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT"} {
+		events = append(events, ended(st, 1, 0, true), ended(st, 0, 0, false))
+	}
+	for _, state := range states {
+		for _, e := range events {
+			d, err := Decide(state, e)
+			from := state
+			for _, s := range d.Steps {
+				if !models.CanTransition(from, s.To) && err == nil {
+					t.Errorf("%s + %s %s: %s -> %s taken", state, e.Kind, e.State, from, s.To)
+				}
+				from = s.To
+			}
+			if err != nil && !strings.Contains(err.Error(), "cannot move to") {
+				t.Errorf("%s + %s: unclear error %v", state, e.Kind, err)
+			}
+		}
+	}
+	if _, err := Decide(models.JobHeld, ended("COMPLETED", 0, 0, true)); err == nil || !strings.Contains(err.Error(), "a Gantry job held cannot move to succeeded") {
+		t.Errorf("a held job cannot have succeeded: %v", err)
+	}
+	if _, err := Decide(models.JobRunning, Event{Kind: EventRunEnded, SlurmID: "1"}); err == nil {
+		t.Error("a run end without its record is an error")
+	}
+}
+
+func TestSpecOf(t *testing.T) {
+	j := models.Job{ID: 8, Name: "train", Command: `["python","train.py","--lr","0.1"]`, Env: `{"SEED":"1"}`, GPUs: 2,
+		CPUMilli: 4000, MemoryMiB: 8192, Replicas: 1, PriorityClass: "research"}
+	class := models.PriorityClass{Name: "research", CheckpointGraceSec: 120, MaxRunTimeSec: 86400}
+	s, err := SpecOf(j, 3, class, "A100-80GB", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(s.Command) != "[python train.py --lr 0.1]" || s.Env["SEED"] != "1" || s.Attempt != 3 || s.GPUModel != "A100-80GB" ||
+		s.TimeLimit.Hours() != 24 || s.CheckpointGrace.Seconds() != 120 || s.GPUs != 2 || s.MemoryMiB != 8192 {
+		t.Errorf("spec %+v", s)
+	}
+	j.Command = `python train.py`
+	if _, err := SpecOf(j, 1, class, "", ""); err == nil || !strings.Contains(err.Error(), "command: of job 8 is not a JSON array") {
+		t.Errorf("bad command: %v", err)
+	}
+}
