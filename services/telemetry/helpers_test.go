@@ -25,9 +25,11 @@ type fleet struct {
 }
 
 // each runs fn on every database backend with a fresh store and its configuration
-// (for the raw SQL that sets up what the store has no function for yet).
+// (for the raw SQL that sets up what the store has no function for yet), in
+// parallel with the package's other tests: every one has databases of its own.
 func each(t *testing.T, fn func(t *testing.T, s *store.Store, cfg store.Config)) {
 	t.Helper()
+	t.Parallel()
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			cfg := b.Config(t)
