@@ -205,6 +205,8 @@ var routeAccess = map[string]string{
 	"GET /tokens":                                    "signed-in",
 	"POST /tokens":                                   "signed-in",
 	"POST /tokens/:id/revoke":                        "signed-in",
+	"GET /cost":                                      "signed-in",
+	"GET /cost.csv":                                  "signed-in",
 	"GET /api/v1/me":                                 "signed-in",
 	"POST /api/v1/jobs":                              "jobs:write",
 	"GET /api/v1/jobs/:id":                           "jobs:read",

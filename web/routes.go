@@ -30,6 +30,11 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/tokens", SignedIn(), h.TokenCreate},
 		{"POST", "/tokens/:id/revoke", SignedIn(), h.TokenRevoke},
 
+		// Cost: the handlers narrow what they show to the projects where the user reads
+		// cost; admins and auditors (cost:read platform-wide) see every team.
+		{"GET", "/cost", SignedIn(), h.CostShow},
+		{"GET", "/cost.csv", SignedIn(), h.CostExport},
+
 		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
 		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
 		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},

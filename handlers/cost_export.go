@@ -1,0 +1,44 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+)
+
+// CostExport answers the cost page's view as CSV: the same filters, the same scope.
+func (h *Handler) CostExport(c *gin.Context) {
+	user := currentUser(c)
+	if user == nil {
+		return
+	}
+	v, err := h.costRequest(c, user, time.Now().UTC())
+	acc, aerr := accounting.New(h.store, accounting.Config{})
+	if err == nil {
+		err = aerr
+	}
+	var rows []accounting.Row
+	if err == nil && !v.none() {
+		rows, err = acc.Rollup(c.Request.Context(), v.query)
+	}
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		c.String(http.StatusBadRequest, "%s: %s\n", fe.Field, fe.Message)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="gantry-cost-`+v.filter.By+"-"+v.filter.From+"-"+v.filter.To+`.csv"`)
+	c.Status(http.StatusOK)
+	if err := accounting.WriteCSV(c.Writer, v.query, rows); err != nil {
+		c.Error(err)
+	}
+}

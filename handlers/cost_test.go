@@ -1,0 +1,153 @@
+package handlers_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// costSite serves the cost routes to whoever as names, on a ledger of egress: detect
+// (team vision) 1.00, 2.00 and 3.00 on 1-3 March, speech (team audio) 5.00 on 2-3 March.
+func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, string, http.Header)) {
+	t.Helper()
+	ctx := context.Background()
+	al := audit.New(st, time.Now)
+	az := authz.New(st, al)
+	acc, err := accounting.New(st, accounting.Config{})
+	must(t, err)
+	_, err = acc.CreateRate(ctx, models.CostRate{Resource: "egress", RateMicros: 1_000_000, EffectiveFrom: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	must(t, err)
+	users := map[string]*models.User{}
+	for _, name := range []string{"root", "ada", "bob"} {
+		u := &models.User{Username: name}
+		must(t, st.CreateUser(ctx, u))
+		users[name] = u
+	}
+	must(t, az.SetGlobalRoles(ctx, users["root"], true, false))
+	projects := map[string]*models.Project{}
+	for team, project := range map[string]string{"vision": "detect", "audio": "speech"} {
+		tm := &models.Team{Name: team}
+		must(t, st.CreateTeam(ctx, tm))
+		p := &models.Project{TeamID: tm.ID, Name: project}
+		must(t, st.CreateProject(ctx, p))
+		projects[project] = p
+	}
+	must(t, az.SetProjectRole(ctx, users["ada"], projects["detect"], models.RoleMember))
+	spend := func(project string, gib int64, day int) {
+		at := time.Date(2026, 3, day, 9, 0, 0, 0, time.UTC)
+		_, err := acc.RecordUsage(ctx, accounting.Usage{Resource: "egress", ProjectID: projects[project].ID, Bytes: gib << 30, From: at, To: at.Add(time.Hour)})
+		must(t, err)
+	}
+	spend("detect", 1, 1)
+	spend("detect", 2, 2)
+	spend("detect", 3, 3)
+	spend("speech", 5, 2)
+	spend("speech", 5, 3)
+	vision, err := st.TeamByName(ctx, "vision")
+	must(t, err)
+	_, err = acc.CreateBudget(ctx, accounting.BudgetInput{TeamID: &vision.ID, AmountMicros: 10_000_000})
+	must(t, err)
+
+	gin.SetMode(gin.ReleaseMode)
+	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Authz: az, Audit: al})
+	servers := map[string]*httptest.Server{}
+	for name, u := range users {
+		r := gin.New()
+		r.Use(func(c *gin.Context) { c.Set(handlers.UserKey, u) })
+		r.GET("/cost", h.CostShow)
+		r.GET("/cost.csv", h.CostExport)
+		servers[name] = httptest.NewServer(r)
+		t.Cleanup(servers[name].Close)
+	}
+	return func(as, path string) (int, string, http.Header) {
+		res, err := http.Get(servers[as].URL + path)
+		must(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header
+	}
+}
+
+var (
+	chartTotal = regexp.MustCompile(`data-testid="cost-chart" data-total="(\d+)"`)
+	tableTotal = regexp.MustCompile(`data-testid="cost-table" data-total="(\d+)"`)
+	barMicros  = regexp.MustCompile(`<rect [^>]*data-micros="(\d+)"`)
+)
+
+// The chart and the table beside it show the same total; each user sees only the
+// projects where they read cost, admins everything; the CSV is the same view.
+func TestCostPage(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		get := costSite(t, st)
+		march := "&from=2026-03-01&to=2026-03-31"
+		status, body, _ := get("root", "/cost?by=project&bucket=day"+march)
+		if status != http.StatusOK {
+			t.Fatalf("admin: %d %s", status, body)
+		}
+		chart, table := chartTotal.FindStringSubmatch(body), tableTotal.FindStringSubmatch(body)
+		if chart == nil || table == nil || chart[1] != "16000000" || table[1] != "16000000" {
+			t.Fatalf("admin chart total %v, table total %v; want both 16000000", chart, table)
+		}
+		var bars int64
+		for _, m := range barMicros.FindAllStringSubmatch(body, -1) {
+			var v int64
+			for _, ch := range m[1] {
+				v = v*10 + int64(ch-'0')
+			}
+			bars += v
+		}
+		if bars != 16_000_000 || !strings.Contains(body, `data-testid="cost-total">16.00<`) {
+			t.Errorf("bars add up to %d, want 16000000 and a table total of 16.00", bars)
+		}
+		for _, want := range []string{"<th scope=\"col\">speech</th>", "<th scope=\"col\">detect</th>", "2026-03-03", "team vision", "Every team"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("admin page lacks %q", want)
+			}
+		}
+
+		status, body, _ = get("ada", "/cost?by=project"+march)
+		if status != http.StatusOK || tableTotal.FindStringSubmatch(body)[1] != "6000000" || strings.Contains(body, "speech") ||
+			!strings.Contains(body, "Spend of your projects: detect.") {
+			t.Errorf("member page: %d, total %v, shows speech: %v", status, tableTotal.FindStringSubmatch(body), strings.Contains(body, "speech"))
+		}
+		status, body, _ = get("bob", "/cost?by=team"+march)
+		if status != http.StatusOK || !strings.Contains(body, "You are in no project") || strings.Contains(body, "cost-chart") {
+			t.Errorf("outsider page: %d, %s", status, body)
+		}
+		status, body, _ = get("ada", "/cost?from=March"+"&to=2026-03-31")
+		if status != http.StatusBadRequest || !strings.Contains(body, "From: &#34;March&#34; is not a day") {
+			t.Errorf("bad from: %d %s", status, body)
+		}
+		status, body, hdr := get("ada", "/cost.csv?by=project&bucket=day"+march)
+		want := "day,project_key,project,amount\n2026-03-01,1,detect,1.000000\n2026-03-02,1,detect,2.000000\n2026-03-03,1,detect,3.000000\n"
+		if status != http.StatusOK || body != want || !strings.HasPrefix(hdr.Get("Content-Type"), "text/csv") {
+			t.Errorf("member CSV: %d %q, want %q", status, body, want)
+		}
+		if status, body, _ := get("root", "/cost.csv?by=colour"+march); status != http.StatusBadRequest || !strings.Contains(body, "by: ") {
+			t.Errorf("bad CSV: %d %s", status, body)
+		}
+	})
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
