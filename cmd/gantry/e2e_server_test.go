@@ -31,8 +31,8 @@ type e2eServerConfig struct {
 
 // e2eTimings are short so that a node is lost within seconds.
 var e2eTimings = dispatch.Config{
-	NodeTimeout:       3 * time.Second,
-	HeartbeatInterval: 300 * time.Millisecond,
+	NodeTimeout:       4 * time.Second,
+	HeartbeatInterval: 250 * time.Millisecond,
 	TickInterval:      100 * time.Millisecond,
 	LeaseRecheck:      200 * time.Millisecond,
 	KillGrace:         2 * time.Second,

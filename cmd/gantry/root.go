@@ -42,6 +42,7 @@ which wins over the config file.`,
 	root.AddCommand(
 		newServeCmd(g),
 		newAgentCmd(g),
+		newJoinTokenCmd(g),
 		newMigrateCmd(g),
 		newAuditCmd(g),
 		newCostCmd(g),

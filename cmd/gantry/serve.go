@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 func newServeCmd(g *globalOpts) *cobra.Command {
 	var db dbOpts
 	var auth authOpts
+	var disp dispatchOpts
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -20,7 +22,10 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 		Long: `Serve the portal, the API and the control plane.
 
 With no configuration at all it keeps its state in an embedded SQLite database in
---data-dir; --database-url postgres://… switches to PostgreSQL.`,
+--data-dir; --database-url postgres://… switches to PostgreSQL.
+
+It also runs a node agent for this machine (off with --no-local-agent): on real
+GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the box.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.newLogger(cmd.ErrOrStderr())
 			if err != nil {
@@ -45,7 +50,14 @@ With no configuration at all it keeps its state in an embedded SQLite database i
 			if err := bootstrap(ctx, cmd.OutOrStdout(), st, authOptions); err != nil {
 				return err
 			}
-			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log,
+			dctx, stopDispatch := context.WithCancel(ctx)
+			d, dispatchStopped, err := disp.startDispatch(dctx, st, log, db.dataDir, ln.Addr())
+			if err != nil {
+				stopDispatch()
+				return err
+			}
+			defer func() { stopDispatch(); dispatchStopped() }()
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: d,
 				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)
@@ -57,6 +69,7 @@ With no configuration at all it keeps its state in an embedded SQLite database i
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	db.addFlags(cmd)
 	auth.addFlags(cmd)
+	disp.addFlags(cmd)
 	return cmd
 }
 

@@ -225,7 +225,9 @@ func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, erro
 	if err == nil && string(b) != string(a.lastInv) {
 		req.Inventory = &inv
 	}
-	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.heartbeatEvery.Load())*2)
+	// A slow answer still renews the lease from when the heartbeat was sent, so it
+	// may take up to half the node timeout.
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.nodeTimeout.Load())/2)
 	defer cancel()
 	res, herr := a.client.heartbeat(hctx, req)
 	if herr == nil && err == nil {

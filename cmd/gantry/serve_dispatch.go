@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gantry-gpu/gantry/services/agent"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
+)
+
+// dispatchOpts are the control-plane flags of `gantry serve`.
+type dispatchOpts struct {
+	nodeTimeout       time.Duration
+	heartbeatInterval time.Duration
+	noLocalAgent      bool
+	localAgentGPUs    string
+}
+
+func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	d := dispatch.DefaultConfig()
+	f.DurationVar(&o.nodeTimeout, "node-timeout", d.NodeTimeout, "a node silent this long is lost and its jobs are requeued")
+	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
+	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
+	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
+}
+
+// startDispatch runs the dispatch loop and, unless turned off, a node agent for
+// this machine, until ctx ends; wait returns once both stopped. Jobs the local
+// agent runs keep running across a restart of the server.
+func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr) (*dispatch.Service, func(), error) {
+	cfg := dispatch.DefaultConfig()
+	cfg.NodeTimeout, cfg.HeartbeatInterval = o.nodeTimeout, o.heartbeatInterval
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
+	}
+	sched, err := productionScheduler(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	tel, err := telemetry.New(st, telemetry.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	al := audit.New(st, time.Now)
+	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: sched, Audit: al, Telemetry: tel, Now: time.Now, Log: log.With("component", "dispatch")}, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); d.Run(ctx) }()
+	if !o.noLocalAgent {
+		a, gpus, err := o.localAgent(ctx, st, al, log.With("component", "local-agent"), dataDir, addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer gpus.Close()
+			if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("the local agent stopped; serve on with --no-local-agent or fix the cause", "err", err)
+			}
+		}()
+	}
+	return d, wg.Wait, nil
+}
+
+// productionScheduler is services/scheduler with the priority classes of the database.
+func productionScheduler(ctx context.Context, st *store.Store) (dispatch.Scheduler, error) {
+	cfg := scheduler.DefaultConfig()
+	classes, err := st.PriorityClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(classes) > 0 {
+		cfg.Classes = nil
+		for _, c := range classes {
+			cfg.Classes = append(cfg.Classes, scheduler.PriorityClass{Name: c.Name, Weight: float64(c.Weight)})
+		}
+	}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dispatch.NewPlacer(s), nil
+}
+
+// localAgent builds the agent of this machine: real GPUs when NVML finds them,
+// else simulated ones. It joins through the protocol like any agent, with a
+// join token minted for it on its first start.
+func (o *dispatchOpts) localAgent(ctx context.Context, st *store.Store, al *audit.Log, log *slog.Logger, dataDir string, addr net.Addr) (*agent.Agent, gpu.Source, error) {
+	name := defaultNodeName() + "-local"
+	gpus, err := gpu.OpenNVML(time.Now)
+	if errors.Is(err, gpu.ErrNoDriver) {
+		log.Warn("no NVIDIA driver: the local agent simulates GPUs (labelled SIMULATED)", "gpus", o.localAgentGPUs)
+		gpus, err = gpu.NewSimulated(o.localAgentGPUs, name, time.Now)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--local-agent-gpus: %w", err)}
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open NVML for the local agent: %w", err)
+	}
+	dir := filepath.Join(dataDir, "local-agent")
+	token := ""
+	if _, err := os.Stat(filepath.Join(dir, "node.json")); err != nil {
+		token, _, err = dispatch.CreateJoinToken(audit.WithActor(ctx, audit.System()), st, al, time.Now(),
+			dispatch.JoinTokenSpec{Name: "local-agent " + name, TTL: 10 * time.Minute})
+		if err != nil {
+			gpus.Close()
+			return nil, nil, err
+		}
+	}
+	shim, err := shimCommand()
+	if err == nil {
+		var a *agent.Agent
+		a, err = agent.New(agent.Config{
+			Server: localURL(addr), JoinToken: token, DataDir: dir, Name: name, Runtime: agentapi.RuntimeProcess,
+			Version: version, Shim: shim, GPUs: gpus, HTTP: &http.Client{}, Log: log,
+		})
+		if err == nil {
+			return a, gpus, nil
+		}
+	}
+	gpus.Close()
+	return nil, nil, err
+}
+
+// localURL is how the local agent reaches the server it runs in.
+func localURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		port := 0
+		if ok {
+			port = tcp.Port
+		}
+		return fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	return "http://" + tcp.String()
+}
