@@ -8,7 +8,9 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -23,6 +25,8 @@ type Handler struct {
 	identity *identity.Service
 	authz    *authz.Authorizer
 	audit    *audit.Log
+	images   *images.Service
+	feedback *feedback.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
 	secureCookies bool
 }
@@ -35,6 +39,8 @@ type Services struct {
 	Identity *identity.Service
 	Authz    *authz.Authorizer
 	Audit    *audit.Log
+	Images   *images.Service
+	Feedback *feedback.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
 	SecureCookies bool
 }
@@ -42,5 +48,5 @@ type Services struct {
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
 	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs,
-		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, secureCookies: svc.SecureCookies}
+		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, images: svc.Images, feedback: svc.Feedback, secureCookies: svc.SecureCookies}
 }

@@ -3,3 +3,44 @@ package templates
 import "strconv"
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func dash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// mib renders a size in MiB as a person reads it.
+func mib(n int64) string {
+	switch {
+	case n <= 0:
+		return "–"
+	case n >= 1024:
+		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatInt(n, 10) + " MiB"
+}
+
+func statusVerb(status string) string {
+	switch status {
+	case "certified":
+		return "Certify"
+	case "deprecated":
+		return "Deprecate"
+	}
+	return "Un-certify"
+}
+
+// compatLabel says a compatibility level in words, so colour is never the only signal.
+func compatLabel(level string) string {
+	switch level {
+	case "full":
+		return "✓ runs"
+	case "minor":
+		return "~ minor-compat"
+	case "none":
+		return "✗ driver too old"
+	}
+	return "? unknown"
+}

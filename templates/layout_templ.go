@@ -30,10 +30,10 @@ func Nav() []NavItem {
 	return []NavItem{
 		{Section: "home", Label: "Home", Href: "/"},
 		{Section: "jobs", Label: "Jobs"},
-		{Section: "images", Label: "Images"},
+		{Section: "images", Label: "Images", Href: "/images"},
 		{Section: "cluster", Label: "Cluster"},
 		{Section: "cost", Label: "Cost"},
-		{Section: "feedback", Label: "Feedback"},
+		{Section: "feedback", Label: "Feedback", Href: "/feedback"},
 		{Section: "admin", Label: "Admin"},
 	}
 }

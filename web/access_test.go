@@ -133,6 +133,8 @@ func (m *matrix) fill(path string, own bool) string {
 				return fmt.Sprint(m.jobs[own].ID)
 			}
 			return "1"
+		case ":name":
+			return "no-such-image"
 		case ":user":
 			return m.users["target"].Username
 		}
@@ -208,6 +210,18 @@ var routeAccess = map[string]string{
 	"GET /cost":                                      "signed-in",
 	"GET /cost.csv":                                  "signed-in",
 	"GET /api/v1/me":                                 "signed-in",
+	"GET /images":                                     "signed-in",
+	"GET /api/v1/images":                             "signed-in",
+	"POST /admin/images":                             "platform:write",
+	"POST /admin/images/:name/status":                "platform:write",
+	"POST /admin/images/:name/prepull":               "platform:write",
+	"GET /feedback":                                  "signed-in",
+	"POST /feedback":                                 "signed-in",
+	"GET /feedback/:id":                              "signed-in",
+	"POST /feedback/:id/vote":                        "signed-in",
+	"POST /feedback/:id/comments":                    "signed-in",
+	"POST /feedback/:id/answer":                      "platform:write",
+	"GET /admin/feedback.csv":                        "platform:read",
 	"POST /api/v1/jobs":                              "jobs:write",
 	"GET /api/v1/jobs/:id":                           "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",

@@ -35,6 +35,20 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
 
+		{"GET", "/images", SignedIn(), h.ImagesIndex},
+		{"GET", "/api/v1/images", SignedIn(), h.ImagesAPIIndex},
+		{"POST", "/admin/images", Global(authz.Platform, authz.Write), h.ImageCreate},
+		{"POST", "/admin/images/:name/status", Global(authz.Platform, authz.Write), h.ImageStatusUpdate},
+		{"POST", "/admin/images/:name/prepull", Global(authz.Platform, authz.Write), h.ImagePrePullUpdate},
+
+		{"GET", "/feedback", SignedIn(), h.FeedbackIndex},
+		{"POST", "/feedback", SignedIn(), h.FeedbackCreate},
+		{"GET", "/feedback/:id", SignedIn(), h.FeedbackShow},
+		{"POST", "/feedback/:id/vote", SignedIn(), h.FeedbackVote},
+		{"POST", "/feedback/:id/comments", SignedIn(), h.FeedbackCommentCreate},
+		{"POST", "/feedback/:id/answer", Global(authz.Platform, authz.Write), h.FeedbackAnswer},
+		{"GET", "/admin/feedback.csv", Global(authz.Platform, authz.Read), h.FeedbackExport},
+
 		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
 		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
 		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},

@@ -14,7 +14,9 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/static"
@@ -60,6 +62,8 @@ func NewRouter(cfg Config) http.Handler {
 		Identity:      id,
 		Authz:         az,
 		Audit:         al,
+		Images:        images.New(cfg.Store, al),
+		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}

@@ -68,3 +68,22 @@ func (s *Store) UserByIdentity(ctx context.Context, issuer, subject string) (*mo
 	}
 	return &u, nil
 }
+
+// UsernamesByID returns the usernames of the given users, for lists that show authors.
+func (s *Store) UsernamesByID(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID       int64
+		Username string
+	}
+	if err := s.with(ctx).Model(&models.User{}).Select("id, username").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("usernames: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Username
+	}
+	return out, nil
+}

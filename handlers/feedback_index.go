@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/feedback"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// openStatuses are what the board shows unless asked for more.
+var openStatuses = []string{models.FeedbackNew, models.FeedbackPlanned, models.FeedbackInProgress}
+
+// FeedbackIndex shows the board (open items by votes), the form, and for admins the triage view.
+func (h *Handler) FeedbackIndex(c *gin.Context) {
+	d := templates.FeedbackBoardData{
+		Notice: c.Query("notice"),
+		Form:   templates.FeedbackForm{Category: "idea", Page: safeReferrerPath(c)},
+	}
+	h.renderFeedbackBoard(c, http.StatusOK, d)
+}
+
+func (h *Handler) renderFeedbackBoard(c *gin.Context, status int, d templates.FeedbackBoardData) {
+	ctx := c.Request.Context()
+	f := store.FeedbackFilter{ByVotes: true, Statuses: openStatuses}
+	d.Status, d.Category = c.Query("status"), c.Query("category")
+	switch {
+	case d.Status == "all":
+		f.Statuses = nil
+	case slices.Contains(feedback.Statuses, d.Status):
+		f.Statuses = []string{d.Status}
+	}
+	if slices.Contains(feedback.Categories, d.Category) {
+		f.Category = d.Category
+	}
+	items, err := h.feedback.Board(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	me := principal(c).User
+	rows, err := h.feedbackRows(c, items, me.ID)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.Items, d.Categories, d.Statuses = rows, feedback.Categories, feedback.Statuses
+	if d.IsAdmin = permission(c).CanWrite(authz.Platform); d.IsAdmin {
+		stats, err := h.feedback.Stats(ctx, 5)
+		if err != nil {
+			h.serverError(c, err)
+			return
+		}
+		for _, n := range stats.Counts {
+			d.Counts = append(d.Counts, templates.FeedbackCount{Category: n.Category, Status: n.Status, N: n.N})
+		}
+		if d.Oldest, err = h.feedbackRows(c, stats.Unanswered, me.ID); err != nil {
+			h.serverError(c, err)
+			return
+		}
+	}
+	render(c, status, templates.FeedbackBoard(h.page(c, "Feedback", "feedback"), d))
+}
+
+// feedbackRows turns items into board rows with their authors and the caller's votes.
+func (h *Handler) feedbackRows(c *gin.Context, items []models.FeedbackItem, me int64) ([]templates.FeedbackRow, error) {
+	ctx := c.Request.Context()
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.UserID
+	}
+	names, err := h.store.UsernamesByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]templates.FeedbackRow, len(items))
+	for i, it := range items {
+		voted, err := h.store.HasFeedbackVote(ctx, it.ID, me)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = templates.FeedbackRow{
+			ID: it.ID, Category: it.Category, Title: it.Title, Status: it.Status, Votes: it.VoteCount, Voted: voted,
+			Author: names[it.UserID], Created: it.CreatedAt.UTC().Format(time.DateOnly), Answered: it.AnsweredAt != nil,
+		}
+	}
+	return rows, nil
+}
+
+// safeReferrerPath is the portal page the user came from, kept only if it is a local path.
+func safeReferrerPath(c *gin.Context) string {
+	if p := c.Query("page"); len(p) > 1 && p[0] == '/' && p[1] != '/' && len(p) <= 500 {
+		return p
+	}
+	return ""
+}

@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+func TestImagesCatalogThroughThePages(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	admin := s.signIn("admin", s.password)
+	ada, adaUser := s.member("ada")
+
+	token := s.csrf(admin, "/images")
+	add := url.Values{"csrf_token": {token}, "name": {"pytorch-2.5-cuda12.4"}, "reference": {"nvcr.io/NVIDIA/pytorch:24.10-py3"},
+		"framework": {"pytorch"}, "framework_version": {"2.5.0"}, "cuda_version": {"12.4"}, "python_version": {"3.10"}}
+	res, body := s.send(admin, "POST", "/admin/images", add.Encode(), nil)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Reference: repository part") || !strings.Contains(body, `value="pytorch-2.5-cuda12.4"`) {
+		t.Fatalf("bad reference = %d; want 400 naming the reference with the form kept", res.StatusCode)
+	}
+	add.Set("reference", "nvcr.io/nvidia/pytorch:24.10-py3")
+	if res, _ = s.send(admin, "POST", "/admin/images", add.Encode(), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add = %d", res.StatusCode)
+	}
+	certify := url.Values{"csrf_token": {token}, "status": {"certified"}}
+	if res, _ = s.send(admin, "POST", "/admin/images/pytorch-2.5-cuda12.4/status", certify.Encode(), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("certify = %d", res.StatusCode)
+	}
+	if res, _ = s.send(admin, "POST", "/admin/images/no-such/status", certify.Encode(), nil); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("certify a missing image = %d, want 404", res.StatusCode)
+	}
+
+	res, body = s.send(ada, "GET", "/images?q=pytorch", "", nil)
+	if res.StatusCode != 200 || !strings.Contains(body, "pytorch-2.5-cuda12.4") || !strings.Contains(body, "badge-certified") {
+		t.Fatalf("catalog for a user = %d", res.StatusCode)
+	}
+	if strings.Contains(body, "Add an image") {
+		t.Error("a user sees the admin's add form")
+	}
+	adaToken := s.csrf(ada, "/feedback")
+	res, _ = s.send(ada, "POST", "/admin/images", url.Values{"csrf_token": {adaToken}, "name": {"mine"}, "reference": {"x"}, "framework": {"jax"}}.Encode(), nil)
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a user adding an image = %d, want 403", res.StatusCode)
+	}
+
+	secret, _, err := s.id.CreateToken(t.Context(), adaUser, "cli", identity.ScopeRead, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body = s.send(s.browser(), "GET", "/api/v1/images?status=certified&q=pytorch", "", map[string]string{"Authorization": "Bearer " + secret})
+	var out struct {
+		Images []struct{ Name, Status, Reference string }
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != 200 || len(out.Images) != 1 || out.Images[0].Name != "pytorch-2.5-cuda12.4" {
+		t.Fatalf("API catalog = %d %s", res.StatusCode, body)
+	}
+}
