@@ -42,6 +42,8 @@ const (
 	StopCancel  = "cancel"
 	StopPreempt = "preempt"
 	StopDrain   = "drain"
+	// StopGovernance: a governance rule stopped the job; it is held until released.
+	StopGovernance = "governance"
 	// StopReplica: another replica of the same gang attempt failed or was lost.
 	StopReplica = "replica"
 )

@@ -135,7 +135,7 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 // checkpoints reports whether a stop for reason gives the job time to save a
 // checkpoint: it will resume. A cancelled job, or a replica whose gang failed, will not.
 func checkpoints(reason string) bool {
-	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain
+	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance
 }
 
 func stopMessage(reason string) string {
@@ -148,6 +148,8 @@ func stopMessage(reason string) string {
 		return "the node is draining; the job will resume elsewhere from its checkpoint"
 	case agentapi.StopReplica:
 		return "another replica of this attempt failed"
+	case agentapi.StopGovernance:
+		return "a governance rule stopped the job; it is held until released, then resumes from its checkpoint"
 	}
 	return reason
 }

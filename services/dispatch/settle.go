@@ -55,10 +55,18 @@ func (s *Service) settle(ctx context.Context, tx *store.Store, jobID int64, atte
 		return nil, s.fail(ctx, tx, job, failed, detail)
 	case requeue != "":
 		reason, msg := "preempted", fmt.Sprintf("attempt %d was preempted; the job waits to resume from its checkpoint", attempt)
-		if requeue == agentapi.StopDrain {
+		switch requeue {
+		case agentapi.StopDrain:
 			reason, msg = "drained", fmt.Sprintf("attempt %d stopped because its node drains; the job waits to resume from its checkpoint", attempt)
+		case agentapi.StopGovernance:
+			reason, msg = "governance", fmt.Sprintf("attempt %d was stopped by a governance rule", attempt)
 		}
-		return nil, tx.TransitionJob(ctx, jobID, store.Transition{From: job.State, To: models.JobQueued, Reason: reason, Message: msg, Actor: "system"})
+		err := tx.TransitionJob(ctx, jobID, store.Transition{From: job.State, To: models.JobQueued, Reason: reason, Message: msg, Actor: "system"})
+		if err != nil || requeue != agentapi.StopGovernance {
+			return nil, err
+		}
+		return nil, tx.TransitionJob(ctx, jobID, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: reason, Actor: "system",
+			Message: "held after a governance stop; release it to resume from its checkpoint"})
 	}
 	zero := 0
 	return nil, tx.TransitionJob(ctx, jobID, store.Transition{

@@ -48,6 +48,30 @@ func (s *Service) stopAttempt(ctx context.Context, tx *store.Store, job *models.
 	return append(nodes, more...), err
 }
 
+// CheckpointAndStop stops a running job for a governance rule: the agent asks it
+// to checkpoint (with its class's grace), then stops it, and the job is held
+// until someone releases it, to resume from its checkpoint. It implements
+// governance.Stopper; the actor of ctx is audited.
+func (s *Service) CheckpointAndStop(ctx context.Context, jobID int64, reason string) error {
+	var touched []int64
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		job, err := tx.JobByID(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		if touched, err = s.stopAttempt(ctx, tx, job, agentapi.StopGovernance, reason); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.stopped", ObjectType: "job", ObjectID: strconv.FormatInt(jobID, 10),
+			ProjectID: &job.ProjectID, Detail: map[string]string{"reason": reason}})
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint and stop job %d: %w", jobID, err)
+	}
+	s.nodes.notify(touched...)
+	return nil
+}
+
 // Preemption evicts a running job for a pending one; the scheduler decides it.
 type Preemption struct {
 	JobID  int64

@@ -115,3 +115,39 @@ func TestDrainStopsAtTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A governance stop checkpoints the job and holds it; released, it runs again.
+func TestGovernanceStopHoldsTheJob(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "1xL4-24GB")
+		j := e.submit("idle", 1)
+		e.svc.Tick(e.ctx)
+		ref := agentapi.AttemptRef{JobID: j.ID, Attempt: 1}
+		e.mustReport(n, ref, agentapi.EventStarted, nil)
+		if err := e.svc.CheckpointAndStop(e.ctx, j.ID, "GPU idle for 2h"); err != nil {
+			t.Fatal(err)
+		}
+		l := e.leases(n).Allocations
+		if len(l) != 1 || l[0].Stop == nil || l[0].Stop.Reason != agentapi.StopGovernance || l[0].Stop.GraceMS != 120000 {
+			t.Fatalf("lease = %+v", l)
+		}
+		e.mustReport(n, ref, agentapi.EventExited, code(0))
+		if got := e.wantState(j.ID, models.JobHeld); got.Retries != 0 {
+			t.Fatalf("held job spent a retry: %d", got.Retries)
+		}
+		if err := e.svc.CheckpointAndStop(e.ctx, j.ID, "again"); err == nil {
+			t.Fatal("a held job was stopped again")
+		}
+		if err := st.TransitionJob(e.ctx, j.ID, store.Transition{From: models.JobHeld, To: models.JobQueued, Reason: "released"}); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		if got := e.wantState(j.ID, models.JobScheduled); got.Attempt != 2 {
+			t.Fatalf("released job = attempt %d", got.Attempt)
+		}
+		if !slices.Contains(e.auditActions(), "job.stopped") {
+			t.Error("governance stop not audited")
+		}
+	})
+}
