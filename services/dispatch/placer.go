@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -11,8 +12,8 @@ import (
 )
 
 // Placer is the Scheduler that production runs: it hands services/scheduler the
-// snapshot and places the queue, oldest first, through the scheduler's per-job
-// path, each placement taking its room before the next job is looked at.
+// snapshot (nodes, what runs, the queue) for one full cycle (class order, ageing,
+// fair share, gangs, backfill, preemption) and turns its plan into dispatch's.
 type Placer struct {
 	sched *scheduler.Scheduler
 }
@@ -20,7 +21,7 @@ type Placer struct {
 // NewPlacer returns a Placer over s.
 func NewPlacer(s *scheduler.Scheduler) *Placer { return &Placer{sched: s} }
 
-// Plan places what fits and says why the rest waits.
+// Plan places what fits, preempts what the scheduler chose, and says why the rest waits.
 func (p *Placer) Plan(snap Snapshot) Plan {
 	plan := Plan{Waiting: map[int64]string{}}
 	ss := scheduler.Snapshot{Now: snap.Now}
@@ -41,26 +42,30 @@ func (p *Placer) Plan(snap Snapshot) Plan {
 			StartTime: startOf(r.Allocation),
 		})
 	}
-	cluster, err := scheduler.NewCluster(ss, p.sched.Config())
+	for i := range snap.Queue {
+		ss.Pending = append(ss.Pending, schedJob(&snap.Queue[i], snap.Teams))
+	}
+	sp, err := p.sched.Schedule(ss)
 	if err != nil {
 		for _, j := range snap.Queue {
 			plan.Waiting[j.ID] = "the scheduler cannot read the cluster's state: " + err.Error()
 		}
 		return plan
 	}
-	for i := range snap.Queue {
-		j := &snap.Queue[i]
-		job := schedJob(j, snap.Teams)
-		pl, ok, why := p.sched.Place(cluster, job)
-		if !ok {
-			plan.Waiting[j.ID] = why.Reason
-			continue
+	for _, pl := range sp.Placements {
+		if id, err := strconv.ParseInt(pl.JobID, 10, 64); err == nil {
+			plan.Placements = append(plan.Placements, placementOf(id, pl))
 		}
-		if err := cluster.Assume(job, pl); err != nil {
-			plan.Waiting[j.ID] = "the scheduler's placement did not apply: " + err.Error()
-			continue
+	}
+	for _, pr := range sp.Preemptions {
+		if id, err := strconv.ParseInt(pr.JobID, 10, 64); err == nil {
+			plan.Preemptions = append(plan.Preemptions, Preemption{JobID: id, Reason: fmt.Sprintf("preempted for job %s: %s", pr.For, pr.Reason)})
 		}
-		plan.Placements = append(plan.Placements, placementOf(j.ID, pl))
+	}
+	for _, u := range sp.Unplaced {
+		if id, err := strconv.ParseInt(u.JobID, 10, 64); err == nil {
+			plan.Waiting[id] = u.Explanation.Reason
+		}
 	}
 	return plan
 }

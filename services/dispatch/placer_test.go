@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,33 @@ func TestPlacerWithTheRealScheduler(t *testing.T) {
 		l := e.leases(whole).Allocations
 		if len(l) != 1 || l[0].Devices[0].Milli != 500 || l[0].Devices[0].MemoryMiB != 10000 {
 			t.Fatalf("share lease = %+v", l)
+		}
+	})
+}
+
+// The production scheduler preempts a preemptible test job for a production job;
+// the victim checkpoints and requeues, and the production job takes its GPU.
+func TestPlacerPreemptsALowerClass(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		n := e.join("gpu-1", "1xL4-24GB")
+		low := e.submit("low", 1, func(j *models.Job) { j.PriorityClass = "test"; j.Preemptible = true })
+		e.svc.Tick(e.ctx)
+		ref := agentapi.AttemptRef{JobID: low.ID, Attempt: 1}
+		e.mustReport(n, ref, agentapi.EventStarted, nil)
+		high := e.submit("high", 1, func(j *models.Job) { j.PriorityClass = "production" })
+		e.svc.Tick(e.ctx)
+		e.wantState(low.ID, models.JobPreempting)
+		e.wantState(high.ID, models.JobQueued)
+		evs, _ := st.JobEvents(e.ctx, low.ID)
+		if last := evs[len(evs)-1]; !strings.Contains(last.Message, "preempted for job "+strconv.FormatInt(high.ID, 10)) {
+			t.Errorf("preemption event = %+v", last)
+		}
+		e.mustReport(n, ref, agentapi.EventExited, code(0))
+		e.svc.Tick(e.ctx)
+		e.wantState(high.ID, models.JobScheduled)
+		if got := e.wantState(low.ID, models.JobQueued); got.Retries != 0 {
+			t.Fatalf("victim spent a retry: %d", got.Retries)
 		}
 	})
 }
