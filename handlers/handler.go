@@ -4,6 +4,7 @@ package handlers
 
 import (
 	"log/slog"
+	"net/http"
 
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
@@ -25,6 +26,7 @@ type Handler struct {
 	identity *identity.Service
 	authz    *authz.Authorizer
 	audit    *audit.Log
+	metrics  http.Handler
 	images   *images.Service
 	feedback *feedback.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
@@ -39,6 +41,8 @@ type Services struct {
 	Identity *identity.Service
 	Authz    *authz.Authorizer
 	Audit    *audit.Log
+	// Metrics answers Prometheus scrapes (services/telemetry/exporter).
+	Metrics  http.Handler
 	Images   *images.Service
 	Feedback *feedback.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
@@ -48,5 +52,5 @@ type Services struct {
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
 	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs,
-		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, images: svc.Images, feedback: svc.Feedback, secureCookies: svc.SecureCookies}
+		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, secureCookies: svc.SecureCookies}
 }

@@ -21,6 +21,8 @@ func routes(h *handlers.Handler) []route {
 	return []route{
 		{"GET", "/healthz", Public(), h.Healthz},
 		{"GET", "/readyz", Public(), h.Readyz},
+		// Prometheus scrapes without signing in, as it does dcgm-exporter.
+		{"GET", "/metrics", Public(), h.Metrics},
 		{"GET", "/", SignedIn(), h.HomeShow},
 
 		{"GET", "/login", Public(), h.LoginShow},

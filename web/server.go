@@ -19,6 +19,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry/exporter"
 	"github.com/gantry-gpu/gantry/static"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	TrustedProxies []string
 	// SecureCookies marks cookies Secure on plain HTTP too: TLS ends at a proxy in front.
 	SecureCookies bool
+	// Metrics answers GET /metrics; nil: an exporter over Store, without the scheduling
+	// metrics that only the exporter the dispatcher reports to has.
+	Metrics http.Handler
 }
 
 // NewRouter builds the gin engine with the middleware chain and the route table.
@@ -56,12 +60,16 @@ func NewRouter(cfg Config) http.Handler {
 	al := audit.New(cfg.Store, now)
 	az := authz.New(cfg.Store, al)
 	id := identity.New(cfg.Store, al, az, now, cfg.Auth)
+	if cfg.Metrics == nil {
+		cfg.Metrics = exporter.New(cfg.Store, now, exporter.Config{})
+	}
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
 		Dispatch:      cfg.Dispatch,
 		Jobs:          jobs.New(cfg.Store, al, cfg.Dispatch),
 		Identity:      id,
 		Authz:         az,
 		Audit:         al,
+		Metrics:       cfg.Metrics,
 		Images:        images.New(cfg.Store, al),
 		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
 		SecureCookies: cfg.SecureCookies,
