@@ -66,6 +66,12 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); d.Run(ctx) }()
+	// GPU telemetry is rolled up and pruned beside dispatch: on the one server that schedules.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tel.RunMaintenance(ctx, time.Now, time.Minute, log.With("component", "telemetry"))
+	}()
 	if !o.noLocalAgent {
 		a, gpus, err := o.localAgent(ctx, st, al, log.With("component", "local-agent"), dataDir, addr)
 		if err != nil {
