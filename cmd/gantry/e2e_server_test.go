@@ -13,14 +13,13 @@ import (
 
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
-	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/web"
 )
 
-// e2eServerEnv makes the test binary an e2e control plane: the router and dispatch
-// of `gantry serve`, with the tests' first-fit scheduler and short timings. Its
+// e2eServerEnv makes the test binary an e2e control plane: the router, dispatch
+// and scheduler of `gantry serve`, with short timings. Its
 // value is the JSON of e2eServerConfig.
 const e2eServerEnv = "GANTRY_E2E_SERVER"
 
@@ -68,8 +67,12 @@ func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
+	sched, err := productionScheduler(ctx, st)
+	if err != nil {
+		return err
+	}
 	d, err := dispatch.New(dispatch.Deps{
-		Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
+		Store: st, Scheduler: sched, Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
 	}, e2eTimings)
 	if err != nil {
 		return err

@@ -20,7 +20,6 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
-	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -83,8 +82,12 @@ func newCluster(t *testing.T) *cluster {
 	}
 	c.audit = audit.New(c.st, time.Now)
 	c.jobs = jobs.New(c.st, c.audit, noKick{})
+	sched, err := productionScheduler(c.ctx, c.st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.disp, err = dispatch.New(dispatch.Deps{
-		Store: c.st, Scheduler: dispatchtest.FirstFit{}, Audit: c.audit, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store: c.st, Scheduler: sched, Audit: c.audit, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, e2eTimings)
 	if err != nil {
 		t.Fatal(err)
