@@ -8,6 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
 
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -25,6 +26,7 @@ func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
 	p := templates.Page{Title: title, Active: section, Version: h.version, CSRF: csrfToken(c)}
 	if pr := principal(c); pr != nil {
 		p.User = pr.User.Username
+		p.Auditor = permission(c).CanRead(authz.Audit)
 	}
 	return p
 }

@@ -61,19 +61,32 @@ func (s *Service) BeginSSO(ctx context.Context, next string) (redirect, cookie s
 	return redirect, cookie, nil
 }
 
+// Callback is what the provider sent the browser back with, and the browser's flow cookie.
+type Callback struct {
+	Cookie           string
+	State            string
+	Code             string
+	Error            string // the provider's error code, e.g. access_denied
+	ErrorDescription string
+}
+
 // FinishSSO completes a sign-in at the callback: it checks the state against the cookie,
 // exchanges the code (with the PKCE verifier), verifies the ID token (signature, issuer,
 // audience, expiry, nonce), provisions or updates the user, applies group mappings and
 // returns the user with where the browser was headed. Every outcome is audited.
-func (s *Service) FinishSSO(ctx context.Context, cookie, state, code string) (*models.User, string, error) {
+func (s *Service) FinishSSO(ctx context.Context, cb Callback) (*models.User, string, error) {
 	o := s.opts.OIDC
 	if o == nil {
 		return nil, "", fmt.Errorf("%w: single sign-on is not configured", ErrSSO)
 	}
-	flow, err := s.open(ctx, cookie)
+	if cb.Error != "" {
+		return nil, "", s.ssoRefused(ctx, fmt.Errorf("the provider answered %s %s", cb.Error, cb.ErrorDescription))
+	}
+	flow, err := s.open(ctx, cb.Cookie)
 	if err != nil {
 		return nil, "", s.ssoRefused(ctx, err)
 	}
+	state, code := cb.State, cb.Code
 	if subtle.ConstantTimeCompare([]byte(state), []byte(flow.State)) != 1 {
 		return nil, "", s.ssoRefused(ctx, errors.New("the state returned by the provider does not match this browser's sign-in"))
 	}
