@@ -18,6 +18,8 @@ import (
 	"github.com/gantry-gpu/gantry/handlers"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -255,5 +257,57 @@ func TestJobLogsFollow(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the follow did not end with its attempt")
+	}
+}
+
+func TestJobCancelAPI(t *testing.T) {
+	st := storetest.Open(t, storetest.Backends()[0].Config(t))
+	ctx := context.Background()
+	user := &models.User{Username: "ada"}
+	team := &models.Team{Name: "vision"}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateTeam(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	p := &models.Project{TeamID: team.ID, Name: "default"}
+	if err := st.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	al := audit.New(st, time.Now)
+	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: al, Now: time.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dispatch.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Dispatch: d, Jobs: jobs.New(st, al, d)})
+	r := gin.New()
+	r.Use(func(c *gin.Context) { c.Set(handlers.UserKey, user) })
+	r.POST("/api/v1/jobs/:id/cancel", h.JobCancel)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	j := &models.Job{Name: "train", ProjectID: p.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research"}
+	if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+		t.Fatal(err)
+	}
+	cancel := func(id string) (int, string) {
+		res, err := http.Post(srv.URL+"/api/v1/jobs/"+id+"/cancel", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	id := strconv.FormatInt(j.ID, 10)
+	if status, body := cancel(id); status != 200 || !strings.Contains(body, `"state":"cancelled"`) || !strings.Contains(body, "cancelled by ada") {
+		t.Fatalf("cancel = %d %s", status, body)
+	}
+	if status, body := cancel(id); status != http.StatusConflict || !strings.Contains(body, `"code":"finished"`) {
+		t.Fatalf("second cancel = %d %s", status, body)
+	}
+	if status, _ := cancel("999"); status != http.StatusNotFound {
+		t.Fatalf("cancel of no job = %d", status)
 	}
 }

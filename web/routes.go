@@ -28,8 +28,6 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/login", Public(), h.LoginShow},
 		{"POST", "/login", Public(), h.LoginCreate},
 		{"POST", "/logout", SignedIn(), h.SessionDestroy},
-		{"GET", "/auth/oidc/login", Public(), h.SSOBegin},
-		{"GET", "/auth/oidc/callback", Public(), h.SSOCallback},
 		{"GET", "/tokens", SignedIn(), h.TokensIndex},
 		{"POST", "/tokens", SignedIn(), h.TokenCreate},
 		{"POST", "/tokens/:id/revoke", SignedIn(), h.TokenRevoke},
@@ -52,9 +50,6 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/feedback/:id/comments", SignedIn(), h.FeedbackCommentCreate},
 		{"POST", "/feedback/:id/answer", Global(authz.Platform, authz.Write), h.FeedbackAnswer},
 		{"GET", "/admin/feedback.csv", Global(authz.Platform, authz.Read), h.FeedbackExport},
-
-		{"GET", "/admin/audit", Global(authz.Audit, authz.Read), h.AuditIndex},
-		{"GET", "/admin/audit/export", Global(authz.Audit, authz.Read), h.AuditExport},
 
 		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
 		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
