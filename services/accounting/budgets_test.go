@@ -32,6 +32,7 @@ func budgetHistory(t *testing.T, s *store.Store) (*world, *models.Budget, *model
 }
 
 func TestBudgetSpendBurnAndForecast(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w, vision, speech := budgetHistory(t, s)
 		week := 7 * 24 * time.Hour
@@ -72,6 +73,7 @@ func TestBudgetSpendBurnAndForecast(t *testing.T) {
 }
 
 func TestBudgetsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
 		team, project, nobody := &w.teams["vision"].ID, &w.projects["detect"].ID, ptr(int64(999))

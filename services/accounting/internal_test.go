@@ -16,6 +16,7 @@ var day0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 func hr(h float64) time.Time { return day0.Add(time.Duration(h * float64(time.Hour))) }
 
 func TestRateBookPrefersTheMostSpecificKeyInEffect(t *testing.T) {
+	t.Parallel()
 	pool := int64(7)
 	book := newRateBook([]models.CostRate{
 		{ID: 1, Resource: "gpu", RateMicros: 1, EffectiveFrom: hr(0)},                                              // any GPU
@@ -48,6 +49,7 @@ func TestRateBookPrefersTheMostSpecificKeyInEffect(t *testing.T) {
 }
 
 func TestDeviceSharesAreExactFractionsOfTheCard(t *testing.T) {
+	t.Parallel()
 	ix := newGPUIndex(
 		[]models.GPUDevice{{ID: 1, NodeID: 1, UUID: "g0", Model: "A100-80GB"}, {ID: 2, NodeID: 1, UUID: "g1", Model: "A100-80GB"}, {ID: 3, NodeID: 2, UUID: "h0", Model: "H100-80GB"}},
 		[]models.GPUSlice{{DeviceID: 2, UUID: "mig-3g", Profile: "3g.40gb", ComputeSlices: 3}},
@@ -77,6 +79,7 @@ func TestDeviceSharesAreExactFractionsOfTheCard(t *testing.T) {
 }
 
 func TestMulDivRoundsWithoutOverflow(t *testing.T) {
+	t.Parallel()
 	// 1000.00 per GPU-hour x 16 whole cards x a day: past 2^63 before the division.
 	got := mulDiv(1_000_000_000, 16*unitsPerGPU, 86_400, unitsPerGPU*3600)
 	if got != 384_000_000_000 {
@@ -90,6 +93,7 @@ func TestMulDivRoundsWithoutOverflow(t *testing.T) {
 // With awkward shares and prices, each job pays its exact share to within rounding, and
 // jobs plus unallocated equal the fleet's cost in every slot, to the micro-unit.
 func TestChargesAndUnallocatedAddUpForAnyShares(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 40 {
 		rate := rng.Int64N(20_000_000) + 1
@@ -138,6 +142,7 @@ func TestChargesAndUnallocatedAddUpForAnyShares(t *testing.T) {
 }
 
 func TestNewRefusesIntervalsThatDoNotDivideADay(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{7 * time.Minute, 30 * time.Second, 25 * time.Hour, 90*time.Second + 500*time.Millisecond} {
 		if _, err := New(nil, Config{Interval: d}); err == nil {
 			t.Errorf("interval %s accepted", d)

@@ -117,6 +117,7 @@ func (h *history) checkAmounts(t *testing.T) {
 
 // However often metering runs, the history costs the same, to the micro-unit.
 func TestMeterChargesKnownHistoryExactly(t *testing.T) {
+	t.Parallel()
 	schedules := []struct {
 		name  string
 		times []time.Time
@@ -128,6 +129,9 @@ func TestMeterChargesKnownHistoryExactly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		for i, sched := range schedules {
 			t.Run(sched.name, func(t *testing.T) {
+				if i == 2 && s.Dialect() != "sqlite" {
+					t.Skip("SKIP: the 20-minute schedule exercises metering logic, not the database; SQLite runs it")
+				}
 				st := s
 				if i > 0 {
 					st = fresh(t, s)
@@ -148,6 +152,7 @@ func TestMeterChargesKnownHistoryExactly(t *testing.T) {
 // An allocation reported after its interval was closed is still charged, and a negative
 // unallocated entry beside it keeps the fleet total exact; nothing is rewritten.
 func TestMeterChargesLateAllocationWithCorrection(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHistory(t, s)
 		h.meter(at(4, 10))
@@ -173,6 +178,7 @@ func TestMeterChargesLateAllocationWithCorrection(t *testing.T) {
 
 // Usage with no rate in effect, or on devices nobody registered, is reported, not guessed.
 func TestMeterReportsWhatItCannotPrice(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHistory(t, s)
 		h.node("t4", "", "T4-16GB", 1, nil)
@@ -195,6 +201,7 @@ func TestMeterReportsWhatItCannotPrice(t *testing.T) {
 
 // Replicas that meter at the same moment queue on the metering lock: nothing is charged twice.
 func TestConcurrentMeteringChargesOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHistory(t, s)
 		errs := make(chan error, 4)

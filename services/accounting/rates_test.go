@@ -12,6 +12,7 @@ import (
 
 // Bad rates are refused naming the field and what is allowed, and nothing is stored.
 func TestCreateRateRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
 		img := &w.images["matlab"].ID
@@ -51,6 +52,7 @@ func TestCreateRateRefusesBadInput(t *testing.T) {
 // A key has one price per instant; a change never rewrites metered time, and a rate
 // may be withdrawn only while it has priced nothing.
 func TestRateChangesNeverRewriteThePast(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHistory(t, s)
 		spot := &h.pools["spot"].ID

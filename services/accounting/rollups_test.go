@@ -15,6 +15,7 @@ import (
 
 // Roll-ups of the known history by every dimension, labelled, and their CSV.
 func TestRollupsOfKnownHistory(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHistory(t, s)
 		formula := h.job("=SUM(A1)", "ada", "detect", "")
@@ -78,6 +79,7 @@ func TestRollupsOfKnownHistory(t *testing.T) {
 }
 
 func TestRollupRefusesBadQueries(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
 		cases := []struct {

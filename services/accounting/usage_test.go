@@ -12,6 +12,7 @@ import (
 )
 
 func TestRecordUsagePricesEgressAndStorage(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
 		p := w.projects["detect"].ID

@@ -24,6 +24,7 @@ func (e *env) state(j *models.Job) (string, string) {
 // A spike holds the team's queued jobs (a dry run only says which it would); the hold is
 // recorded with rule and evidence, audited, and reverted from the alert.
 func TestHoldActionDryRunApplyAndRevert(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		e.disable("team-cost-spike")
@@ -120,6 +121,7 @@ func TestHoldActionDryRunApplyAndRevert(t *testing.T) {
 // An idle job is lowered one class, or checkpointed and stopped (held by dispatch), and
 // each is reverted; a dry run of the stop never reaches dispatch.
 func TestIdleJobActions(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		now := time.Now().UTC().Add(3 * time.Hour).Truncate(time.Minute)
@@ -176,6 +178,7 @@ func TestIdleJobActions(t *testing.T) {
 
 // Without a stopper the stop fails, is recorded on the alert, and is reported.
 func TestStopWithoutStopperIsReported(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		gov, err := governance.New(governance.Deps{Store: s, Accounting: e.acc, Audit: e.audit, Idle: e.tel, Log: discard()}, governance.Config{})

@@ -17,6 +17,7 @@ var tue = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC) // a Tuesday
 // Team cost today against its 7-day daily mean: exactly 200% does not fire, 210% does,
 // once, with the numbers and the window; the webhook and the e-mail carry them.
 func TestTeamCostSpikeFiresOnceAboveThreshold(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		e.rule(governance.RuleInput{Name: "team-cost-spike", Metric: "team_cost_ratio", Threshold: 200, WindowSec: 7 * 86400,
@@ -86,6 +87,7 @@ func TestTeamCostSpikeFiresOnceAboveThreshold(t *testing.T) {
 // Budget thresholds fire on reaching 50% (not at 49.99%), then 80%, each once; the
 // forecast fires only above its threshold.
 func TestBudgetThresholdAndForecast(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		e.disable("team-cost-spike")

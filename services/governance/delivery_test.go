@@ -27,6 +27,7 @@ func closedPort(t *testing.T) string {
 // address are retried with doubling back-off and reported once given up on; evaluation
 // only queues, and a working channel is delivered beside them.
 func TestUnreachableChannelsAreRetriedWithBackoffAndReported(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{MaxAttempts: 4, FirstRetry: 30 * time.Second, MaxRetry: 90 * time.Second})
 		down, err := e.gov.CreateChannel(e.ctx, governance.ChannelInput{Name: "down", Kind: "webhook", Target: "http://" + closedPort(t) + "/hook", Enabled: true})
@@ -96,6 +97,7 @@ func TestUnreachableChannelsAreRetriedWithBackoffAndReported(t *testing.T) {
 // A silence mutes later alerts of the rule about the same subject: raised as silenced,
 // neither sent nor acted on, until it ends. Acknowledging records who.
 func TestSilenceAndAcknowledge(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		e.rule(governance.RuleInput{Name: "team-cost-spike", Metric: "team_cost_ratio", Threshold: 200, WindowSec: 7 * 86400, Action: "hold",
@@ -157,6 +159,7 @@ func TestSilenceAndAcknowledge(t *testing.T) {
 // A receiver that never answers costs one SendTimeout per attempt, and the attempt is
 // retried like any failure.
 func TestHangingWebhookTimesOut(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{SendTimeout: 200 * time.Millisecond})
 		release := make(chan struct{})

@@ -44,6 +44,7 @@ func (e *env) rawUtil(job *models.Job, uuid string, start, idleFrom, end time.Ti
 
 // A project's GPUs idle 41% of the week fire; 40% does not, nor 100% of too little GPU time.
 func TestProjectIdleRateFiresAboveThreshold(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		third := &models.Project{TeamID: e.teams["audio"].ID, Name: "tiny"}
@@ -70,6 +71,7 @@ func TestProjectIdleRateFiresAboveThreshold(t *testing.T) {
 
 // A running job idle for 61 minutes fires the 60-minute rule; one idle for 59 does not.
 func TestJobIdleFiresAfterThreshold(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		idle := e.job("idle", "ada", "detect", models.JobRunning)

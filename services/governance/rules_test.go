@@ -17,6 +17,7 @@ func errAs(err error, fe **models.FieldError, field string) bool {
 // The default rules exist and are valid; bad rules and channels are refused naming
 // the field, and nothing is stored.
 func TestRulesAndChannelsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{})
 		defaults, err := e.gov.Rules(e.ctx)
