@@ -28,6 +28,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/login", Public(), h.LoginShow},
 		{"POST", "/login", Public(), h.LoginCreate},
 		{"POST", "/logout", SignedIn(), h.SessionDestroy},
+		{"GET", "/auth/oidc/login", Public(), h.SSOBegin},
+		{"GET", "/auth/oidc/callback", Public(), h.SSOCallback},
 		{"GET", "/tokens", SignedIn(), h.TokensIndex},
 		{"POST", "/tokens", SignedIn(), h.TokenCreate},
 		{"POST", "/tokens/:id/revoke", SignedIn(), h.TokenRevoke},
@@ -51,6 +53,9 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/feedback/:id/answer", Global(authz.Platform, authz.Write), h.FeedbackAnswer},
 		{"GET", "/admin/feedback.csv", Global(authz.Platform, authz.Read), h.FeedbackExport},
 
+		{"GET", "/admin/audit", Global(authz.Audit, authz.Read), h.AuditIndex},
+		{"GET", "/admin/audit/export", Global(authz.Audit, authz.Read), h.AuditExport},
+
 		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
 		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
 		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},
@@ -59,6 +64,7 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
+		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
 
 		// The agent protocol: agents authenticate with their node credential, not as users.
