@@ -231,7 +231,6 @@ var routeAccess = map[string]string{
 	"GET /api/v1/jobs/:id":                           "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",
 	"POST /api/v1/jobs/:id/cancel":                   "jobs:write",
-	"POST /api/v1/jobs/:id/cancel":                   "jobs:write",
 	"POST " + agentapi.PathJoin:                      "agent",
 	"POST " + agentapi.PathHeartbeat:                 "agent",
 	"GET " + agentapi.PathLeases:                     "agent",

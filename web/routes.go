@@ -65,7 +65,6 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
-		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
 
 		// The agent protocol: agents authenticate with their node credential, not as users.
 		{"POST", agentapi.PathJoin, Agent(), h.AgentJoin},
