@@ -97,9 +97,7 @@ func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 	var perm authz.Permission
 	var err error
 	switch rule.kind {
-	case signedIn:
-		perm, err = g.authz.Global(ctx, p.User.ID)
-	case platform:
+	case signedIn, platform:
 		perm, err = g.authz.Global(ctx, p.User.ID)
 	case project:
 		proj, r := g.project(c, rule.project)

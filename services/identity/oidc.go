@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
+	"slices"
 	"sync"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -49,7 +49,7 @@ func NewOIDC(cfg OIDCConfig) (*OIDC, error) {
 	if len(cfg.Scopes) == 0 {
 		cfg.Scopes = []string{oidc.ScopeOpenID, "profile", "email"}
 	}
-	if !containsString(cfg.Scopes, oidc.ScopeOpenID) {
+	if !slices.Contains(cfg.Scopes, oidc.ScopeOpenID) {
 		cfg.Scopes = append([]string{oidc.ScopeOpenID}, cfg.Scopes...)
 	}
 	if cfg.GroupsClaim == "" {
@@ -118,13 +118,4 @@ func (o *OIDC) logoutURL(ctx context.Context, after string) string {
 func (o *OIDC) afterLogout() string {
 	u, _ := url.Parse(o.cfg.RedirectURL)
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/login", RawQuery: "signed_out=1"}).String()
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
 }
