@@ -123,9 +123,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(3)
 	go func() { defer loops.Done(); a.heartbeatLoop(ctx, cancel) }()
 	go func() { defer loops.Done(); a.leaseLoop(ctx, cancel) }()
+	go func() { defer loops.Done(); a.enforceMemory(ctx) }()
 	loops.Wait()
 	a.wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -38,6 +38,11 @@ func jobEnv(l agentapi.Lease, work, scratch, checkpoints string) []string {
 	if nvidia == "" {
 		nvidia = "void" // the NVIDIA container runtime's word for no GPU
 	}
+	// Where MPS serves a shared GPU, it holds the job to its share's memory too; the
+	// job sees its one GPU as device 0.
+	if lim := memoryLimits(l); len(lim) == 1 && len(l.Devices) == 1 {
+		env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt.Sprintf("0=%dM", lim[l.Devices[0].UUID])
+	}
 	for k, v := range map[string]string{
 		"GANTRY_JOB_ID":                  strconv.FormatInt(l.JobID, 10),
 		"GANTRY_JOB_NAME":                l.JobName,

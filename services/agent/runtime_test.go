@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/gpu"
 )
 
 const shimEnv = "GANTRY_AGENT_TEST_SHIM"
@@ -252,3 +254,62 @@ func TestStopProtocolTerminatesThenKills(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A job on a share of a GPU that holds more GPU memory than its share allows is
+// stopped, and its exit says why.
+func TestMemoryLimitStopsAShare(t *testing.T) {
+	sim, err := gpu.NewSimulated("1xA100-80GB", "node", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := sim.Discover(context.Background())
+	uuid := inv.Devices[0].UUID
+	ag := &Agent{cfg: Config{GPUs: sim}, log: discard(), attempts: map[agentapi.AttemptRef]*attempt{}}
+	ag.killGraceNS.Store(int64(200 * time.Millisecond))
+	f := runAttempt(t, farFence(t), nil, `echo ready; sleep 300`)
+	waitFile(t, f.path(stdoutFile))
+	lease := agentapi.Lease{AttemptRef: agentapi.AttemptRef{JobID: 1, Attempt: 1}, Devices: []agentapi.Device{{UUID: uuid, Milli: 500, MemoryMiB: 1000}}}
+	if err := f.writeJSON(leaseFile, lease); err != nil {
+		t.Fatal(err)
+	}
+	if env := jobEnv(lease, "/w", "/s", "/c"); !slices.Contains(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1000M") {
+		t.Errorf("a share's job env lacks its MPS memory limit: %v", env)
+	}
+	at := newAttempt(lease.AttemptRef, f.dir, t.TempDir())
+	ag.attempts[at.ref] = at
+	pid := f.jobPID()
+	if err := sim.SetProcessMemory(uuid, pid, 900); err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.checkMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-at.stops:
+		t.Fatalf("stopped within its limit: %+v", s)
+	default:
+	}
+	if err := sim.SetProcessMemory(uuid, pid, 1200); err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.checkMemory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var s agentapi.Stop
+	select {
+	case s = <-at.stops:
+	default:
+		t.Fatal("an attempt over its GPU memory limit was not stopped")
+	}
+	var p stopProtocol
+	p.begin(s, ag, at, discard())
+	for p.phase < 2 {
+		p.advance(ag, at, discard())
+	}
+	if st := waitExit(t, f); st.Signal != "SIGTERM" {
+		t.Fatalf("exit = %+v", st)
+	}
+	if why := f.overLimit(); !strings.Contains(why, "held 1200 MiB of GPU memory on "+uuid+", over its share's limit of 1000 MiB") {
+		t.Fatalf("recorded reason = %q", why)
+	}
+}

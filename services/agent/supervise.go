@@ -200,7 +200,11 @@ func (ag *Agent) finishStep(ctx context.Context, at *attempt, st *exitStatus) (b
 		return true, nil
 	}
 	code := st.ExitCode
-	err = ag.client.report(ctx, agentapi.Report{AttemptRef: at.ref, Event: agentapi.EventExited, ExitCode: &code, Signal: st.Signal, Message: st.Message})
+	msg := st.Message
+	if why := at.files.overLimit(); why != "" {
+		msg = why
+	}
+	err = ag.client.report(ctx, agentapi.Report{AttemptRef: at.ref, Event: agentapi.EventExited, ExitCode: &code, Signal: st.Signal, Message: msg})
 	if errors.Is(err, errStale) {
 		at.markStale()
 		return true, nil
