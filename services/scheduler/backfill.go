@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,46 +17,60 @@ type nodeWait struct {
 	start time.Time
 }
 
+// maxWaitNodes bounds how many busy nodes, in node order, waits looks at, so that
+// reservations and explanations stay cheap on large clusters.
+const maxWaitNodes = 128
+
 // waits finds, per node, the running jobs that must finish before one replica of the
 // job fits there, ending soonest first (jobs without an expected end last). Nodes that
-// cannot fit the replica even when empty are left out. The cluster is left as it was.
+// cannot fit the replica even when empty are left out, and at most maxWaitNodes busy
+// nodes are looked at. The cluster is left as it was.
 func (s *Scheduler) waits(c *Cluster, job *Job) []nodeWait {
-	byNode := make([][]Allocation, len(c.nodes))
-	for _, r := range c.running {
-		byNode[r.node] = append(byNode[r.node], r.alloc)
+	// What waiting reads of a running job: small, so that large clusters stay cheap.
+	type ref struct {
+		jobID string
+		end   time.Time
+	}
+	look := map[int][]ref{}
+	jobs := map[string]Job{}
+	for node := range c.nodes {
+		if len(look) == maxWaitNodes {
+			break
+		}
+		for _, id := range c.nodes[node].jobs {
+			rs := c.running[id]
+			look[node] = append(look[node], ref{jobID: id, end: rs[0].alloc.expectedEnd()})
+			jobs[id] = rs[0].alloc.Job
+		}
 	}
 	var out []nodeWait
-	for node, allocs := range byNode {
-		if len(allocs) == 0 {
-			continue
-		}
-		slices.SortStableFunc(allocs, func(a, b Allocation) int {
-			ea, eb := a.expectedEnd(), b.expectedEnd()
-			switch {
-			case ea.IsZero() != eb.IsZero():
-				if ea.IsZero() {
+	probe := newStack(c, s.cfg, job, limits{only: -1, ignoreQuota: true})
+	for _, node := range slices.Sorted(maps.Keys(look)) {
+		refs := look[node]
+		slices.SortStableFunc(refs, func(a, b ref) int {
+			if a.end.IsZero() != b.end.IsZero() {
+				if a.end.IsZero() {
 					return 1
 				}
 				return -1
 			}
-			return cmp.Or(ea.Compare(eb), strings.Compare(a.Job.ID, b.Job.ID))
+			return cmp.Or(a.end.Compare(b.end), strings.Compare(a.jobID, b.jobID))
 		})
 		var released []Allocation
 		w := nodeWait{node: node}
 		known := true
 		fits := false
-		for _, a := range allocs {
-			if slices.ContainsFunc(w.jobs, func(j Job) bool { return j.ID == a.Job.ID }) {
+		for _, r := range refs {
+			if slices.ContainsFunc(w.jobs, func(j Job) bool { return j.ID == r.jobID }) {
 				continue
 			}
-			released = append(released, c.takeJob(a.Job.ID)...)
-			w.jobs = append(w.jobs, a.Job)
-			end := a.expectedEnd()
-			known = known && !end.IsZero()
-			if end.After(w.start) {
-				w.start = end
+			released = append(released, c.takeJob(r.jobID)...)
+			w.jobs = append(w.jobs, jobs[r.jobID])
+			known = known && !r.end.IsZero()
+			if r.end.After(w.start) {
+				w.start = r.end
 			}
-			if _, fits = newStack(c, s.cfg, job, limits{only: node, ignoreQuota: true}).best(); fits {
+			if fits = probe.fitsOn(node); fits {
 				break
 			}
 		}
@@ -128,5 +143,9 @@ func (s *Scheduler) waitPhrase(ws []nodeWait) string {
 	if len(fewest.jobs) == 1 {
 		what, verb = strings.TrimSuffix(what, "s"), "finishes"
 	}
-	return fmt.Sprintf("%s would fit after %d %s %s", plural(len(ws), "node"), len(fewest.jobs), what, verb)
+	nodes := plural(len(ws), "node")
+	if len(ws) == maxWaitNodes {
+		nodes = "at least " + nodes
+	}
+	return fmt.Sprintf("%s would fit after %d %s %s", nodes, len(fewest.jobs), what, verb)
 }

@@ -1,8 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,6 +43,18 @@ type nodeState struct {
 	// packSig hashes what the packing measure reads (free CPU and the multiset of
 	// card classes and free milli-GPU), so nodes alike share packing scores.
 	packSig uint64
+	// fullFree counts fully free cards and maxFree is the most free milli-GPU of a card
+	// (MIG cards aside): what the capacity index files the node under.
+	fullFree int
+	maxFree  int
+	// topo numbers the node's NVLink topology from 1; 0 means no NVLink.
+	topo int
+	// jobs lists the IDs of the jobs with a replica here, once each.
+	jobs []string
+	// staticSig hashes what never changes (pool, labels, spot, cordon, cards, links, MIG
+	// layout); sig adds the free capacity. Nodes with equal sig place a job alike.
+	staticSig uint64
+	sig       uint64
 }
 
 // running is one allocation the cluster holds, with where it sits.
@@ -55,18 +72,28 @@ type Cluster struct {
 	byID    map[string]int
 	classes []gpuClass
 	pack    packing
-	running []running
-	quotas  *quotaLedger
-	scratch []int64
+	// running holds the allocations by job ID; preemptible names the running jobs that
+	// are preemptible, the only ones preemption looks at.
+	running     map[string][]running
+	preemptible map[string]bool
+	quotas      *quotaLedger
+	scratch     []int64
 	// memo caches packing scores by node and option signature within one stack.
-	memo map[uint64]float64
+	memo  map[uint64]float64
+	idx   capacityIndex
+	picks map[pickKey]uint64
+	// seen collects the node signatures one search has scored.
+	seen map[uint64]struct{}
 }
 
 // NewCluster builds the cluster state from a snapshot's nodes, running allocations,
 // quotas and workload. Inconsistent input (unknown nodes or devices, over-committed
 // nodes) is an error naming what is wrong.
 func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
-	c := &Cluster{now: snap.Now, byID: make(map[string]int, len(snap.Nodes)), memo: map[uint64]float64{}}
+	c := &Cluster{now: snap.Now, byID: make(map[string]int, len(snap.Nodes)), memo: map[uint64]float64{},
+		nodes: make([]nodeState, 0, len(snap.Nodes)), running: make(map[string][]running, len(snap.Running)),
+		preemptible: map[string]bool{}, picks: map[pickKey]uint64{}, seen: map[uint64]struct{}{}}
+	topos := map[string]int{}
 	classIDs := map[gpuClass]int{}
 	for i, n := range snap.Nodes {
 		if err := checkNode(n); err != nil {
@@ -100,11 +127,13 @@ func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
 			}
 			ns.gpus[j] = gs
 		}
+		ns.topo = topologyOf(ns.gpus, topos)
+		ns.staticSig = staticSigOf(n, ns.gpus)
 		c.nodes = append(c.nodes, ns)
 	}
 	w := snap.Workload
 	if len(w) == 0 {
-		var reqs []Request
+		reqs := make([]Request, 0, len(snap.Running)+len(snap.Pending))
 		for _, a := range snap.Running {
 			reqs = append(reqs, a.Job.Request)
 		}
@@ -117,6 +146,7 @@ func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
 		w = defaultWorkload()
 	}
 	c.pack = newPacking(w, c.classes, cfg.StrandingWeight)
+	c.idx = newCapacityIndex(c.nodes)
 	c.scratch = make([]int64, len(c.pack.groups))
 	for i := range c.nodes {
 		c.nodes[i].copies = make([]int64, len(c.pack.groups))
@@ -166,17 +196,96 @@ func checkNode(n Node) error {
 	return nil
 }
 
+// topologyOf numbers a node's NVLink topology (its cards' peer sets), alike nodes alike;
+// 0 when no card has a peer.
+func topologyOf(cards []gpuState, topos map[string]int) int {
+	key := make([]byte, 0, 8*len(cards))
+	linked := false
+	for _, g := range cards {
+		linked = linked || g.peers != 0
+		key = binary.LittleEndian.AppendUint64(key, g.peers)
+	}
+	if !linked {
+		return 0
+	}
+	id, ok := topos[string(key)]
+	if !ok {
+		id = len(topos) + 1
+		topos[string(key)] = id
+	}
+	return id
+}
+
+// staticSigOf hashes the parts of a node that placement reads and that never change.
+func staticSigOf(n Node, cards []gpuState) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	num := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	str := func(s string) {
+		num(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	str(n.Pool)
+	num(uint64(boolBits(n.Spot, n.Cordoned)))
+	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+		str(k)
+		str(n.Labels[k])
+	}
+	for p, g := range cards {
+		num(uint64(g.class))
+		num(g.peers)
+		num(uint64(g.index))
+		num(uint64(len(n.GPUs[p].MIG)))
+		for _, m := range n.GPUs[p].MIG {
+			str(m.Profile)
+			num(uint64(m.MemoryMiB))
+		}
+	}
+	return h.Sum64()
+}
+
+func boolBits(a, b bool) int {
+	v := 0
+	if a {
+		v |= 1
+	}
+	if b {
+		v |= 2
+	}
+	return v
+}
+
 // refresh recomputes node i's packing caches after its free capacity changed.
 func (c *Cluster) refresh(i int) {
 	n := &c.nodes[i]
-	n.idle = 0
+	n.idle, n.fullFree, n.maxFree = 0, 0, 0
 	n.packSig = mix(uint64(n.freeCPU))
 	for _, g := range n.gpus {
 		if !g.mig {
 			n.idle += int64(g.freeMilli)
 			n.packSig += cardSig(&g)
+			n.maxFree = max(n.maxFree, g.freeMilli)
+			if g.freeMilli == 1000 && g.freeMem == g.memory {
+				n.fullFree++
+			}
 		}
 	}
+	n.sig = mix(n.staticSig ^ n.packSig)
+	n.sig = mix(n.sig ^ uint64(n.freeRAM))
+	n.sig = mix(n.sig ^ uint64(n.freeScratch))
+	for p := range n.gpus {
+		g := &n.gpus[p]
+		n.sig = mix(n.sig ^ uint64(p)<<48 ^ uint64(g.freeMilli)<<32 ^ uint64(g.freeMem))
+		for s, used := range g.migUsed {
+			if used {
+				n.sig = mix(n.sig ^ uint64(p)<<16 ^ uint64(s))
+			}
+		}
+	}
+	c.idx.file(i, n.fullFree, n.maxFree)
 	c.pack.copiesOf(n.gpus, n.copies)
 	n.cost = c.pack.cost(n.idle, n.freeCPU, n.copies)
 }
@@ -205,8 +314,18 @@ func (c *Cluster) add(a Allocation) error {
 	if err := c.apply(i, a.Replica); err != nil {
 		return fmt.Errorf("job %s replica %d: %w", a.Job.ID, a.Replica.Replica, err)
 	}
-	c.running = append(c.running, running{alloc: a, node: i})
-	c.quotas.charge(a.Job.Team, c.replicaModels(i, a.Replica), 1)
+	if slices.ContainsFunc(c.running[a.Job.ID], func(r running) bool { return r.alloc.Replica.Replica == a.Replica.Replica }) {
+		c.unapply(i, a.Replica)
+		return fmt.Errorf("job %s replica %d is already running", a.Job.ID, a.Replica.Replica)
+	}
+	c.running[a.Job.ID] = append(c.running[a.Job.ID], running{alloc: a, node: i})
+	c.chargeReplica(a.Job.Team, i, a.Replica, 1)
+	if n := &c.nodes[i]; !slices.Contains(n.jobs, a.Job.ID) {
+		n.jobs = append(n.jobs, a.Job.ID)
+	}
+	if a.Job.Request.Preemptible {
+		c.preemptible[a.Job.ID] = true
+	}
 	return nil
 }
 
@@ -235,27 +354,43 @@ func (c *Cluster) Release(jobID string) error {
 // takeJob frees every replica of a job and returns them, for putting back with add.
 func (c *Cluster) takeJob(jobID string) []Allocation {
 	var out []Allocation
-	for _, r := range slices.Clone(c.running) {
-		if r.alloc.Job.ID == jobID {
-			c.remove(jobID, r.alloc.Replica.Replica)
-			out = append(out, r.alloc)
-		}
+	for _, r := range slices.Clone(c.running[jobID]) {
+		c.remove(jobID, r.alloc.Replica.Replica)
+		out = append(out, r.alloc)
 	}
 	return out
 }
 
 // remove frees one replica.
 func (c *Cluster) remove(jobID string, replica int) {
-	k := slices.IndexFunc(c.running, func(r running) bool {
-		return r.alloc.Job.ID == jobID && r.alloc.Replica.Replica == replica
-	})
+	rs := c.running[jobID]
+	k := slices.IndexFunc(rs, func(r running) bool { return r.alloc.Replica.Replica == replica })
 	if k < 0 {
 		return
 	}
-	r := c.running[k]
-	c.quotas.charge(r.alloc.Job.Team, c.replicaModels(r.node, r.alloc.Replica), -1)
+	r := rs[k]
+	c.chargeReplica(r.alloc.Job.Team, r.node, r.alloc.Replica, -1)
 	c.unapply(r.node, r.alloc.Replica)
-	c.running = slices.Delete(c.running, k, k+1)
+	rs = slices.Delete(rs, k, k+1)
+	if !slices.ContainsFunc(rs, func(o running) bool { return o.node == r.node }) {
+		n := &c.nodes[r.node]
+		n.jobs = slices.DeleteFunc(n.jobs, func(id string) bool { return id == jobID })
+	}
+	if len(rs) > 0 {
+		c.running[jobID] = rs
+		return
+	}
+	delete(c.running, jobID)
+	delete(c.preemptible, jobID)
+}
+
+// chargeReplica adds (sign 1) or removes (sign -1) a replica's GPUs to its team's quota
+// usage; without quotas there is nothing to count.
+func (c *Cluster) chargeReplica(team string, node int, rp ReplicaPlacement, sign int64) {
+	if len(c.quotas.quotas) == 0 {
+		return
+	}
+	c.quotas.charge(team, c.replicaModels(node, rp), sign)
 }
 
 // replicaModels returns the milli-GPU a replica holds per GPU model, for quotas.
@@ -390,11 +525,17 @@ func (c *Cluster) Free(nodeID string) (NodeFree, bool) {
 	return f, true
 }
 
-// Running returns the allocations the cluster holds, assumed ones included.
+// Running returns the allocations the cluster holds, assumed ones included, by job ID
+// and replica.
 func (c *Cluster) Running() []Allocation {
-	out := make([]Allocation, len(c.running))
-	for i, r := range c.running {
-		out[i] = r.alloc
+	var out []Allocation
+	for _, id := range slices.Sorted(maps.Keys(c.running)) {
+		for _, r := range c.running[id] {
+			out = append(out, r.alloc)
+		}
 	}
+	slices.SortStableFunc(out, func(a, b Allocation) int {
+		return cmp.Or(strings.Compare(a.Job.ID, b.Job.ID), cmp.Compare(a.Replica.Replica, b.Replica.Replica))
+	})
 	return out
 }

@@ -42,6 +42,12 @@ type Config struct {
 	// SpotBonus prefers spot nodes for jobs that allow spot: they cost less.
 	SpotBonus float64
 
+	// FullScanNodes is the largest cluster on which every feasible node is scored. On a
+	// larger one a replica is scored on the first SampleNodes feasible nodes in node
+	// order, as kube-scheduler's percentageOfNodesToScore and Nomad's limit iterator do.
+	FullScanNodes int
+	SampleNodes   int
+
 	// Backfill lets jobs behind a blocked head start when they do not delay it.
 	Backfill bool
 	// Preemption lets a higher class evict lower-class preemptible jobs.
@@ -68,10 +74,12 @@ func DefaultConfig() Config {
 			KindInference: {"L4", "T4", "A10", "A10G", "A2", "L40S"},
 			KindTraining:  {"A100", "H100", "H200", "B200"},
 		},
-		KindBonus:  1000,
-		SpotBonus:  50,
-		Backfill:   true,
-		Preemption: true,
+		KindBonus:     1000,
+		SpotBonus:     50,
+		FullScanNodes: 2048,
+		SampleNodes:   64,
+		Backfill:      true,
+		Preemption:    true,
 	}
 }
 
@@ -104,6 +112,9 @@ func (c Config) Validate() error {
 		if w.v < 0 {
 			return &FieldError{Field: w.field, Message: fmt.Sprintf("%g is negative; allowed: 0 or more", w.v)}
 		}
+	}
+	if c.FullScanNodes < 0 || c.SampleNodes < 0 {
+		return &FieldError{Field: "sample_nodes", Message: "full_scan_nodes and sample_nodes must be 0 or more"}
 	}
 	if c.AgeHorizon <= 0 {
 		return &FieldError{Field: "age_horizon", Message: "must be positive"}

@@ -18,11 +18,21 @@ type demand struct {
 	classOK []bool
 	// steer marks the models the job's kind prefers, when the job names no model.
 	steer map[string]bool
+	// picks caches NVLink card choices by node topology, free cards and count.
+	picks map[pickKey]uint64
+}
+
+// pickKey identifies one NVLink card choice: nodes of one topology with the same free
+// cards choose alike.
+type pickKey struct {
+	topo  int
+	cards int
+	free  uint64
 }
 
 func newDemand(c *Cluster, job *Job, cfg Config) *demand {
 	r := job.Request
-	d := &demand{job: job, req: r, team: job.Team, mig: r.MIGProfile}
+	d := &demand{job: job, req: r, team: job.Team, mig: r.MIGProfile, picks: c.picks}
 	switch {
 	case r.MIGProfile != "":
 		d.cards, d.milli = 1, 0
@@ -167,8 +177,12 @@ func (d *demand) pickWhole(n *nodeState, free uint64) uint64 {
 		}
 		return 1 << uint(best)
 	}
-	if !n.hasNVLink() {
+	if n.topo == 0 {
 		return lowestBits(free, d.cards)
+	}
+	key := pickKey{topo: n.topo, cards: d.cards, free: free}
+	if set, ok := d.picks[key]; ok {
+		return set
 	}
 	// Grow a set from each free card, adding the card with the most links into it;
 	// keep the set with the most internal links.
@@ -195,17 +209,8 @@ func (d *demand) pickWhole(n *nodeState, free uint64) uint64 {
 			bestSet, bestLinks = set, l
 		}
 	}
+	d.picks[key] = bestSet
 	return bestSet
-}
-
-// hasNVLink reports whether any card of the node reports NVLink peers.
-func (n *nodeState) hasNVLink() bool {
-	for p := range n.gpus {
-		if n.gpus[p].peers != 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // links counts the NVLink pairs inside a set of cards.

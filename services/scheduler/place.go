@@ -45,7 +45,7 @@ func (s *Scheduler) place(c *Cluster, job *Job, lim limits) (Placement, bool, Ex
 	// before place does.
 	defer func() {
 		for _, rp := range applied {
-			c.quotas.charge(job.Team, c.replicaModels(c.byID[rp.NodeID], rp), -1)
+			c.chargeReplica(job.Team, c.byID[rp.NodeID], rp, -1)
 			c.unapply(c.byID[rp.NodeID], rp)
 		}
 	}()
@@ -61,10 +61,14 @@ func (s *Scheduler) place(c *Cluster, job *Job, lim limits) (Placement, bool, Ex
 			return Placement{}, false, ex
 		}
 		rp := st.replica(o, r)
+		if replicas == 1 {
+			// Nothing else to place: no need to take the room and give it back.
+			return Placement{JobID: job.ID, Replicas: []ReplicaPlacement{rp}}, true, Explanation{}
+		}
 		if err := c.apply(o.node, rp); err != nil {
 			return Placement{}, false, Explanation{Reason: fmt.Sprintf("internal error: chosen placement does not apply: %v", err), Nodes: len(c.nodes)}
 		}
-		c.quotas.charge(job.Team, c.replicaModels(o.node, rp), 1)
+		c.chargeReplica(job.Team, o.node, rp, 1)
 		applied = append(applied, rp)
 	}
 	return Placement{JobID: job.ID, Replicas: append([]ReplicaPlacement(nil), applied...)}, true, Explanation{}

@@ -49,32 +49,36 @@ func costOf(vs []*victim) victimCost {
 // of a strictly lower class, never an equal or higher one.
 func (s *Scheduler) candidates(c *Cluster, claimant PriorityClass) map[string]*victim {
 	out := map[string]*victim{}
-	for _, r := range c.running {
-		a := r.alloc
-		if !a.Job.Request.Preemptible {
-			continue
+	for id := range c.preemptible {
+		for _, r := range c.running[id] {
+			s.addCandidate(c, claimant, r, out)
 		}
-		pc, ok := s.cfg.class(a.Job.Request.Class)
-		if !ok || pc.Weight >= claimant.Weight {
-			continue
-		}
-		v := out[a.Job.ID]
-		if v == nil {
-			v = &victim{job: a.Job, class: pc}
-			out[a.Job.ID] = v
-		}
-		v.allocs = append(v.allocs, a)
-		v.milli += a.Replica.GPUMilli()
-		for model := range c.replicaModels(r.node, a.Replica) {
-			v.borrowed = v.borrowed || c.quotas.borrowing(a.Job.Team, model)
-		}
-		since := a.StartTime
-		if a.CheckpointTime.After(since) {
-			since = a.CheckpointTime
-		}
-		v.progress = max(v.progress, c.now.Sub(since))
 	}
 	return out
+}
+
+// addCandidate adds one running replica to the victims if its class ranks below the claimant's.
+func (s *Scheduler) addCandidate(c *Cluster, claimant PriorityClass, r running, out map[string]*victim) {
+	a := r.alloc
+	pc, ok := s.cfg.class(a.Job.Request.Class)
+	if !ok || pc.Weight >= claimant.Weight {
+		return
+	}
+	v := out[a.Job.ID]
+	if v == nil {
+		v = &victim{job: a.Job, class: pc}
+		out[a.Job.ID] = v
+	}
+	v.allocs = append(v.allocs, a)
+	v.milli += a.Replica.GPUMilli()
+	for model := range c.replicaModels(r.node, a.Replica) {
+		v.borrowed = v.borrowed || c.quotas.borrowing(a.Job.Team, model)
+	}
+	since := a.StartTime
+	if a.CheckpointTime.After(since) {
+		since = a.CheckpointTime
+	}
+	v.progress = max(v.progress, c.now.Sub(since))
 }
 
 // evict releases a victim's replicas from the cluster.
@@ -114,7 +118,7 @@ func (s *Scheduler) preempt(c *Cluster, job *Job, class PriorityClass, lim limit
 	var placed []ReplicaPlacement
 	undo := func() {
 		for _, rp := range placed {
-			c.quotas.charge(job.Team, c.replicaModels(c.byID[rp.NodeID], rp), -1)
+			c.chargeReplica(job.Team, c.byID[rp.NodeID], rp, -1)
 			c.unapply(c.byID[rp.NodeID], rp)
 		}
 		for _, v := range evicted {
@@ -145,11 +149,11 @@ func (s *Scheduler) preempt(c *Cluster, job *Job, class PriorityClass, lim limit
 			undo()
 			return Placement{}, nil, false
 		}
-		c.quotas.charge(job.Team, c.replicaModels(o.node, rp), 1)
+		c.chargeReplica(job.Team, o.node, rp, 1)
 		placed = append(placed, rp)
 	}
 	for _, rp := range placed {
-		c.quotas.charge(job.Team, c.replicaModels(c.byID[rp.NodeID], rp), -1)
+		c.chargeReplica(job.Team, c.byID[rp.NodeID], rp, -1)
 		c.unapply(c.byID[rp.NodeID], rp)
 	}
 	return Placement{JobID: job.ID, Replicas: placed}, evicted, true
@@ -179,10 +183,7 @@ func (s *Scheduler) cheapestSet(c *Cluster, job *Job, lim limits, byNode [][]*vi
 	bestNode := -1
 	var best []*victim
 	var bestCost victimCost
-	fits := func(node int) bool {
-		_, ok := newStack(c, s.cfg, job, limits{only: node, reserved: lim.reserved}).best()
-		return ok
-	}
+	probe := newStack(c, s.cfg, job, limits{only: -1, reserved: lim.reserved})
 	for node, all := range byNode {
 		if lim.reserved != nil && lim.reserved[node] {
 			continue
@@ -195,7 +196,7 @@ func (s *Scheduler) cheapestSet(c *Cluster, job *Job, lim limits, byNode [][]*vi
 		}
 		for seed := 0; seed < len(vs) && seed < maxVictimSeeds; seed++ {
 			order := append([]*victim{vs[seed]}, slices.Delete(slices.Clone(vs), seed, seed+1)...)
-			if set, ok := minimalSet(c, order, func() bool { return fits(node) }); ok {
+			if set, ok := minimalSet(c, order, func() bool { return probe.fitsOn(node) }); ok {
 				if cost := costOf(set); bestNode < 0 || cost.compare(bestCost) < 0 {
 					bestNode, best, bestCost = node, set, cost
 				}

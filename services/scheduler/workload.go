@@ -19,11 +19,16 @@ type Shape struct {
 // Workload is the observed distribution of request shapes that placement packs for.
 type Workload []Shape
 
-// workloadCoverage is the share of requests the typical shapes must cover (as in FGD).
-const workloadCoverage = 0.95
+// workloadCoverage is the share of requests the typical shapes must cover (as in FGD),
+// and workloadMaxShapes caps how many shapes that takes: the packing measure costs one
+// step per shape for every option it scores.
+const (
+	workloadCoverage  = 0.95
+	workloadMaxShapes = 48
+)
 
 // WorkloadFromRequests returns the most frequent request shapes that together cover 95%
-// of the requests, weights renormalised to 1. MIG requests are left out: MIG cards are
+// of the requests (at most 48 shapes), weights renormalised to 1. MIG requests are left out: MIG cards are
 // sliced ahead of time and do not fragment the way shared cards do.
 func WorkloadFromRequests(reqs []Request) Workload {
 	type key struct {
@@ -64,7 +69,7 @@ func WorkloadFromRequests(reqs []Request) Workload {
 	var w Workload
 	covered, sum := 0, 0.0
 	for _, k := range keys {
-		if float64(covered) >= workloadCoverage*float64(total) {
+		if float64(covered) >= workloadCoverage*float64(total) || len(w) == workloadMaxShapes {
 			break
 		}
 		covered += counts[k]
