@@ -53,7 +53,7 @@ func TestDeviceOptions(t *testing.T) {
 			ni := c.byID[tc.node]
 			opts, why := d.options(ni, &c.nodes[ni], nil)
 			if why != tc.wantWhy {
-				t.Fatalf("reason = %q, want %q", reasonNames[why], reasonNames[tc.wantWhy])
+				t.Fatalf("reason = %q, want %q", why, tc.wantWhy)
 			}
 			var got [][]int
 			for _, o := range opts {
@@ -95,7 +95,7 @@ func TestMIGOptionPacksTheFullestCard(t *testing.T) {
 			ni := c.byID[tc.node]
 			opts, why := d.options(ni, &c.nodes[ni], nil)
 			if why != tc.wantWhy {
-				t.Fatalf("reason = %q, want %q", reasonNames[why], reasonNames[tc.wantWhy])
+				t.Fatalf("reason = %q, want %q", why, tc.wantWhy)
 			}
 			if tc.wantSlice == "" {
 				return
@@ -111,7 +111,7 @@ func TestMIGOptionPacksTheFullestCard(t *testing.T) {
 		j := job("x2", Request{MIGProfile: "3g.20gb"})
 		d := newDemand(c, &j, s.Config())
 		if _, why := d.options(0, &c.nodes[0], nil); why != reasonMIGBusy {
-			t.Fatalf("reason = %q, want %q", reasonNames[why], RejectMIGBusy)
+			t.Fatalf("reason = %q, want %q", why, RejectMIGBusy)
 		}
 	})
 }

@@ -19,6 +19,16 @@
 //   - (*Scheduler).Schedule runs a whole cycle over a Snapshot: ordering, quotas, gangs,
 //     backfill and preemption, returning a Plan.
 //
+// # Speed
+//
+// A capacity index (bitsets of nodes by fully free cards and by largest free share)
+// lets a placement visit only nodes that can hold its GPUs, in node order; a node in
+// the same state as one already scored is skipped, as it would score the same and lose
+// the tie; packing scores are memoised by node state. On clusters above FullScanNodes
+// (2,048) a replica is scored on the first SampleNodes (64) feasible nodes, as
+// kube-scheduler and Nomad bound their scoring. A full cycle remembers jobs that failed
+// and fails at once any later job of the same shape that asks for no less.
+//
 // # Placement
 //
 // The main scorer descends a fragmentation measure in the spirit of FGD (Weng et al.,

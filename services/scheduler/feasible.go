@@ -20,7 +20,7 @@ const (
 	RejectGangSplit = "gang"
 )
 
-// reason indexes the rejection counters; reasonNames maps them to the exported names.
+// reason indexes the rejection counters; String gives the exported names.
 type reason uint8
 
 const (
@@ -42,9 +42,39 @@ const (
 	numReasons
 )
 
-var reasonNames = [numReasons]string{
-	"", RejectCordoned, RejectPool, RejectSelector, RejectSpot, RejectCPU, RejectRAM, RejectScratch,
-	RejectGPUModel, RejectGPUCount, RejectGPUsBusy, RejectMIG, RejectMIGBusy, RejectQuota, RejectReserved,
+// String is the reason's exported name.
+func (r reason) String() string {
+	switch r {
+	case reasonCordoned:
+		return RejectCordoned
+	case reasonPool:
+		return RejectPool
+	case reasonSelector:
+		return RejectSelector
+	case reasonSpot:
+		return RejectSpot
+	case reasonCPU:
+		return RejectCPU
+	case reasonRAM:
+		return RejectRAM
+	case reasonScratch:
+		return RejectScratch
+	case reasonGPUModel:
+		return RejectGPUModel
+	case reasonGPUCount:
+		return RejectGPUCount
+	case reasonGPUsBusy:
+		return RejectGPUsBusy
+	case reasonMIG:
+		return RejectMIG
+	case reasonMIGBusy:
+		return RejectMIGBusy
+	case reasonQuota:
+		return RejectQuota
+	case reasonReserved:
+		return RejectReserved
+	}
+	return ""
 }
 
 // checker is one feasibility test over a node, after Nomad's FeasibilityChecker: it
@@ -130,7 +160,7 @@ func (r *rejections) toMap() map[string]int {
 	m := map[string]int{}
 	for i, n := range r {
 		if n > 0 {
-			m[reasonNames[i]] = n
+			m[reason(i).String()] = n
 		}
 	}
 	return m

@@ -37,7 +37,7 @@ func TestCheckers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := newTestCluster(t, Snapshot{Nodes: []Node{tc.node}})
 			if got := tc.c.check(&c.nodes[0]); got != tc.want {
-				t.Fatalf("check = %q, want %q", reasonNames[got], reasonNames[tc.want])
+				t.Fatalf("check = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -11,8 +11,18 @@ import (
 // traceCardMemoryMiB is the card memory of the trace's public models; G1–G3 are
 // undisclosed and stay 0. No trace pod asks for GPU memory, so these only fill in the
 // devices the scheduler reports.
-var traceCardMemoryMiB = map[string]int64{
-	"P100": 16384, "T4": 15360, "V100M16": 16384, "V100M32": 32768, "A10": 23028,
+func traceCardMemoryMiB(model string) int64 {
+	switch model {
+	case "P100", "V100M16":
+		return 16384
+	case "T4":
+		return 15360
+	case "V100M32":
+		return 32768
+	case "A10":
+		return 23028
+	}
+	return 0
 }
 
 // startGantry replays the trace through the production scheduler in its default
@@ -37,7 +47,7 @@ func startGantry(w *Workload, c *simCluster) (decider, error) {
 		index[tn.Name] = i
 		n := scheduler.Node{ID: tn.Name, CPUMilli: tn.CPUMilli, RAMMiB: tn.MemoryMiB}
 		for g := 0; g < tn.GPUs; g++ {
-			n.GPUs = append(n.GPUs, scheduler.GPU{Index: g, UUID: tn.Name + "-gpu" + strconv.Itoa(g), Model: tn.Model, MemoryMiB: traceCardMemoryMiB[tn.Model]})
+			n.GPUs = append(n.GPUs, scheduler.GPU{Index: g, UUID: tn.Name + "-gpu" + strconv.Itoa(g), Model: tn.Model, MemoryMiB: traceCardMemoryMiB(tn.Model)})
 		}
 		snap.Nodes = append(snap.Nodes, n)
 	}
