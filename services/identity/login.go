@@ -59,20 +59,19 @@ func (s *Service) LoginLocal(ctx context.Context, username, password string) (*m
 	if u.Disabled {
 		return nil, s.refuse(ctx, ActionLoginRefused, "account disabled", ErrDisabled)
 	}
-	return u, s.loggedIn(ctx, u, "password")
+	return u, s.store.InTx(ctx, func(tx *store.Store) error {
+		return s.loggedIn(ctx, tx, u, map[string]any{"method": "password"})
+	})
 }
 
-// loggedIn records a successful login.
-func (s *Service) loggedIn(ctx context.Context, u *models.User, method string) error {
+// loggedIn records a successful login in tx, with detail saying how.
+func (s *Service) loggedIn(ctx context.Context, tx *store.Store, u *models.User, detail map[string]any) error {
 	now := s.now().UTC()
 	u.LastLoginAt = &now
-	return s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.UpdateUser(ctx, u); err != nil {
-			return err
-		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: ActionLogin, ObjectType: "user", ObjectID: u.Username,
-			Detail: map[string]string{"method": method}})
-	})
+	if err := tx.UpdateUser(ctx, u); err != nil {
+		return err
+	}
+	return s.audit.In(tx).Append(ctx, audit.Entry{Action: ActionLogin, ObjectType: "user", ObjectID: u.Username, Detail: detail})
 }
 
 // refuse audits a refused login and returns err, or the audit's failure.

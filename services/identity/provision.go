@@ -122,13 +122,7 @@ func (s *Service) provision(ctx context.Context, issuer string, c ssoClaims) (*m
 		if err := s.applyGroups(ctx, tx, u, c.Groups); err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		u.LastLoginAt = &now
-		if err := tx.UpdateUser(ctx, u); err != nil {
-			return err
-		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: ActionLogin, ObjectType: "user", ObjectID: u.Username,
-			Detail: map[string]any{"method": "oidc", "issuer": issuer, "groups": c.Groups}})
+		return s.loggedIn(ctx, tx, u, map[string]any{"method": "oidc", "issuer": issuer, "groups": c.Groups})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sign in %s from %s: %w", c.Username, issuer, err)
