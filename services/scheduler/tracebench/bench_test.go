@@ -2,10 +2,8 @@ package tracebench
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // benchReplay replays one seed of the default trace under a policy and returns each
@@ -22,9 +20,11 @@ func benchReplay(b *testing.B, w *Workload, pol Policy) (wall, cpu []int64) {
 	}
 	for k := range w.Arrivals {
 		p := &w.Arrivals[k]
-		t, u := time.Now(), threadCPU(b)
+		t := time.Now()
+		u0, _ := threadCPU()
 		node, gpus, ok := decide(p)
-		cpu = append(cpu, int64(threadCPU(b)-u))
+		u1, _ := threadCPU()
+		cpu = append(cpu, int64(u1-u0))
 		wall = append(wall, time.Since(t).Nanoseconds())
 		if ok {
 			if err := c.bind(node, gpus, p); err != nil {
@@ -33,17 +33,6 @@ func benchReplay(b *testing.B, w *Workload, pol Policy) (wall, cpu []int64) {
 		}
 	}
 	return wall, cpu
-}
-
-// threadCPU is the CPU time the calling OS thread has used, to the nanosecond
-// (clock_gettime with CLOCK_THREAD_CPUTIME_ID; rusage counts in scheduler ticks).
-func threadCPU(b *testing.B) time.Duration {
-	const clockThreadCPUTime = 3
-	var ts syscall.Timespec
-	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
-		b.Fatal(errno)
-	}
-	return time.Duration(ts.Nano())
 }
 
 // BenchmarkPlaceTrace measures Gantry's per-pod placement (Scheduler.Place, then

@@ -20,6 +20,8 @@ type runMetrics struct {
 	decisions          int
 	decisionNanos      int64
 	p99Nanos           int64
+	cpuNanos           int64
+	p99CPUNanos        int64
 }
 
 // binned computes the §9 figures from the event log of one run.
