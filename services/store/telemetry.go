@@ -209,21 +209,24 @@ type GPUReading struct {
 	TeamName    string
 }
 
-// LatestGPUReadings returns the newest raw sample at or after since of every device,
-// ordered by node name and device UUID.
+// LatestGPUReadings returns the newest raw sample at or after since of every
+// registered GPU and MIG instance, ordered by node name and device UUID.
 func (s *Store) LatestGPUReadings(ctx context.Context, since time.Time) ([]GPUReading, error) {
 	cols := make([]string, len(telemetryColumns))
 	for i, c := range telemetryColumns {
 		cols[i] = "t." + c
 	}
+	// One index probe per known GPU and MIG instance for its newest sample: it stays
+	// fast however many samples the window holds and whatever the planner knows.
 	query := `SELECT ` + strings.Join(cols, ", ") + `,
 	n.name, COALESCE(d.idx, pd.idx, -1), COALESCE(d.model, pd.model, ''), COALESCE(d.memory_mib, sl.memory_mib, 0),
 	COALESCE(pd.uuid, ''), COALESCE(sl.profile, ''),
 	COALESCE(j.name, ''), COALESCE(p.name, ''), COALESCE(tm.name, '')
-FROM telemetry_samples t
-JOIN (SELECT device_uuid, MAX(at) AS at FROM telemetry_samples
-      WHERE resolution = ? AND at >= ? GROUP BY device_uuid) l
-  ON l.device_uuid = t.device_uuid AND l.at = t.at
+FROM (SELECT uuid FROM gpu_devices UNION SELECT uuid FROM gpu_slices) u
+JOIN telemetry_samples t ON t.id = (
+	SELECT s.id FROM telemetry_samples s
+	WHERE s.device_uuid = u.uuid AND s.resolution = ? AND s.at >= ?
+	ORDER BY s.at DESC LIMIT 1)
 JOIN nodes n ON n.id = t.node_id
 LEFT JOIN gpu_devices d ON d.uuid = t.device_uuid
 LEFT JOIN gpu_slices sl ON sl.uuid = t.device_uuid
@@ -231,9 +234,8 @@ LEFT JOIN gpu_devices pd ON pd.id = sl.device_id
 LEFT JOIN jobs j ON j.id = t.job_id
 LEFT JOIN projects p ON p.id = j.project_id
 LEFT JOIN teams tm ON tm.id = p.team_id
-WHERE t.resolution = ?
 ORDER BY n.name, t.device_uuid`
-	rows, err := s.with(ctx).Raw(query, models.ResolutionRaw, since.UTC(), models.ResolutionRaw).Rows()
+	rows, err := s.with(ctx).Raw(query, models.ResolutionRaw, since.UTC()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("latest GPU readings since %s: %w", since.UTC().Format(time.RFC3339), err)
 	}
@@ -248,10 +250,6 @@ ORDER BY n.name, t.device_uuid`
 			return nil, fmt.Errorf("scan latest GPU reading: %w", err)
 		}
 		r.At = r.At.UTC()
-		// Two rows of one device at the same instant (a re-sent heartbeat): keep one.
-		if n := len(out); n > 0 && out[n-1].DeviceUUID == r.DeviceUUID {
-			continue
-		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
