@@ -60,7 +60,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	path := filepath.Join(cfg.DataDir, SQLiteFile)
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	// Transactions begin IMMEDIATE: one that reads and then writes while another process
+	// (gantry serve and a gantry admin command) wrote in between would fail at once with
+	// SQLITE_BUSY, which no busy timeout retries; taking the write lock first waits instead.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
