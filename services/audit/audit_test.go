@@ -61,6 +61,7 @@ func appendN(t testing.TB, log *audit.Log, n int) {
 }
 
 func TestAppendChainsAndVerifies(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		log := audit.New(st, newClock().now)
@@ -107,6 +108,7 @@ func TestAppendChainsAndVerifies(t *testing.T) {
 }
 
 func TestDatabaseRefusesUpdateAndDelete(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, cfg store.Config, st *store.Store) {
 		appendN(t, audit.New(st, newClock().now), 2)
 		for _, q := range []string{
@@ -140,6 +142,7 @@ func dropTriggers(t *testing.T, cfg store.Config, st *store.Store) {
 }
 
 func TestVerifyNamesTheFirstBrokenEvent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		tamper func(t *testing.T, cfg store.Config, st *store.Store)
@@ -175,6 +178,7 @@ func TestVerifyNamesTheFirstBrokenEvent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			each(t, func(t *testing.T, cfg store.Config, st *store.Store) {
 				log := audit.New(st, newClock().now)
 				appendN(t, log, 8)
@@ -194,6 +198,7 @@ func TestVerifyNamesTheFirstBrokenEvent(t *testing.T) {
 }
 
 func TestConcurrentAppendsKeepOneChain(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		// Two logs over the same database stand for two replicas.
 		logs := []*audit.Log{audit.New(st, time.Now), audit.New(st, time.Now)}
@@ -223,6 +228,7 @@ func TestConcurrentAppendsKeepOneChain(t *testing.T) {
 }
 
 func TestAppendCommitsWithTheChange(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		log := audit.New(st, time.Now)
@@ -251,6 +257,7 @@ func TestAppendCommitsWithTheChange(t *testing.T) {
 }
 
 func TestExportWritesJSONLines(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		c := newClock()
@@ -290,6 +297,7 @@ func TestExportWritesJSONLines(t *testing.T) {
 }
 
 func TestFilterNamesTheWrongField(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	ctx := context.Background()
 	team := &models.Team{Name: "vision"}
@@ -325,6 +333,7 @@ func TestFilterNamesTheWrongField(t *testing.T) {
 // Two processes on one SQLite file (gantry serve and a gantry admin command, say) append
 // to the chain at once: every append lands, none is refused as "database is locked".
 func TestAppendsFromTwoProcessesOnSQLite(t *testing.T) {
+	t.Parallel()
 	cfg := store.Config{DataDir: t.TempDir()}
 	var logs []*audit.Log
 	for range 2 {
