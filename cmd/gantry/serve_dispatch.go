@@ -65,12 +65,19 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); d.Run(ctx) }()
-	// GPU telemetry is rolled up and pruned beside dispatch: on the one server that schedules.
-	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tel.RunMaintenance(ctx, time.Now, time.Minute, log.With("component", "telemetry"))
+		// Dispatch, and GPU telemetry's roll-ups beside it, run on one replica: the leader.
+		lead(ctx, st, log, func(lctx context.Context) {
+			var loops sync.WaitGroup
+			loops.Add(2)
+			go func() { defer loops.Done(); d.Run(lctx) }()
+			go func() {
+				defer loops.Done()
+				tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry"))
+			}()
+			loops.Wait()
+		})
 	}()
 	if !o.noLocalAgent {
 		a, gpus, err := o.localAgent(ctx, st, al, log.With("component", "local-agent"), dataDir, addr)
@@ -87,6 +94,28 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 		}()
 	}
 	return d, wg.Wait, nil
+}
+
+// lead runs fn whenever this replica holds the leader lock, until ctx ends; a
+// replica that loses the lock (its database connection broke) stops fn and waits
+// to lead again.
+func lead(ctx context.Context, st *store.Store, log *slog.Logger, fn func(context.Context)) {
+	for ctx.Err() == nil {
+		lctx, release, err := st.Lead(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("cannot take the leader lock; retrying", "err", err)
+				time.Sleep(2 * time.Second)
+			}
+			continue
+		}
+		log.Info("this replica leads: it runs dispatch")
+		fn(lctx)
+		release()
+		if ctx.Err() == nil {
+			log.Warn("this replica lost the leader lock; another takes over")
+		}
+	}
 }
 
 // productionScheduler is services/scheduler with the priority classes of the database.

@@ -120,6 +120,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.reattach(ctx); err != nil {
 		return err
 	}
+	// Heartbeat once before anything starts, so that the lease that keeps jobs
+	// alive exists before the first job does.
+	if err := a.beat(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var loops sync.WaitGroup
@@ -182,32 +187,41 @@ func (a *Agent) ensureJoined(ctx context.Context) (*identity, error) {
 // heartbeatLoop heartbeats and renews the lease that keeps the node's jobs alive.
 func (a *Agent) heartbeatLoop(ctx context.Context, fatal context.CancelCauseFunc) {
 	for {
-		sent := time.Now()
-		res, err := a.heartbeat(ctx)
-		switch {
-		case err == nil:
-			a.setTiming(res.Timing)
-			a.renewFence(sent)
-			if res.TelemetryError != "" {
-				a.log.Warn("the server refused this heartbeat's GPU sample", "why", res.TelemetryError)
-			}
-		case errors.Is(err, ErrUnauthorized):
-			fatal(fmt.Errorf("the server refused this node's credential (revoked, or the node was deleted): remove %s and join again with a new join token: %w",
-				filepath.Join(a.cfg.DataDir, identityFile), err))
-			return
-		case serverDown(err):
-			// Nothing can be rescheduled while the server is down: keep the jobs.
-			a.renewFence(sent)
-			a.log.Warn("server is down; jobs keep running", "err", err)
-		case ctx.Err() == nil:
-			a.log.Warn("heartbeat failed", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Duration(a.heartbeatEvery.Load())):
 		}
+		if err := a.beat(ctx); err != nil {
+			fatal(err)
+			return
+		}
 	}
+}
+
+// beat sends one heartbeat and renews the lease from when it was sent. Only a
+// refused credential is an error: the agent cannot go on.
+func (a *Agent) beat(ctx context.Context) error {
+	sent := time.Now()
+	res, err := a.heartbeat(ctx)
+	switch {
+	case err == nil:
+		a.setTiming(res.Timing)
+		a.renewFence(sent)
+		if res.TelemetryError != "" {
+			a.log.Warn("the server refused this heartbeat's GPU sample", "why", res.TelemetryError)
+		}
+	case errors.Is(err, ErrUnauthorized):
+		return fmt.Errorf("the server refused this node's credential (revoked, or the node was deleted): remove %s and join again with a new join token: %w",
+			filepath.Join(a.cfg.DataDir, identityFile), err)
+	case serverDown(err):
+		// Nothing can be rescheduled while the server is down: keep the jobs.
+		a.renewFence(sent)
+		a.log.Warn("server is down; jobs keep running", "err", err)
+	case ctx.Err() == nil:
+		a.log.Warn("heartbeat failed", "err", err)
+	}
+	return nil
 }
 
 func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, error) {
@@ -353,11 +367,14 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 	if err := f.writeJSON(specFile, spec); err != nil {
 		return err
 	}
-	if _, err := launchShim(a.cfg.Shim, f); err != nil {
+	reaped, err := launchShim(a.cfg.Shim, f)
+	if err != nil {
 		return err
 	}
 	a.log.Info("attempt started", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica, "gpus", len(l.Devices))
-	a.track(ctx, newAttempt(l.AttemptRef, dir, checkpoint))
+	at := newAttempt(l.AttemptRef, dir, checkpoint)
+	at.reaped = reaped
+	a.track(ctx, at)
 	return nil
 }
 

@@ -27,6 +27,9 @@ type attempt struct {
 	staleCh    chan struct{}
 	done       chan struct{} // closed when the supervisor returns
 	finished   chan struct{} // closed when nothing more is owed to the server
+	// reaped is closed when the shim this agent launched exited; nil for a shim
+	// a previous agent launched.
+	reaped <-chan struct{}
 }
 
 func newAttempt(ref agentapi.AttemptRef, dir, checkpoint string) *attempt {
@@ -54,6 +57,21 @@ func (at *attempt) isStale() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// shimAlive reports whether the attempt's supervisor runs. A shim this agent
+// launched is its child, known alive until reaped: right after the launch its
+// command line may not be readable yet.
+func (at *attempt) shimAlive() bool {
+	if at.reaped == nil {
+		return at.files.shimAlive()
+	}
+	select {
+	case <-at.reaped:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -116,7 +134,7 @@ func (ag *Agent) supervise(ctx context.Context, at *attempt) {
 // an exit of -1, recorded so that it is reported once.
 func (ag *Agent) exitOf(at *attempt) (*exitStatus, error) {
 	st, err := at.files.exit()
-	if st != nil || err != nil || at.files.shimAlive() {
+	if st != nil || err != nil || at.shimAlive() {
 		return st, err
 	}
 	if st, err = at.files.exit(); st != nil || err != nil {

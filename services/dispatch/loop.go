@@ -9,6 +9,9 @@ import (
 // nodes past their deadline, then schedule. It runs every
 // TickInterval and as soon as Kick is called.
 func (s *Service) Run(ctx context.Context) {
+	// A replica that just took over judges nodes only a timeout after it started
+	// watching them: they may have been talking to the old leader's database only.
+	s.started = s.now().UTC()
 	t := time.NewTicker(s.cfg.TickInterval)
 	defer t.Stop()
 	for {

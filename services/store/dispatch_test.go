@@ -250,3 +250,49 @@ func TestAllocationsLogsAndAttempts(t *testing.T) {
 		}
 	})
 }
+
+// One replica leads at a time; when it gives up, another takes over.
+func TestLeaderLock(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			cfg := b.Config(t)
+			first := storetest.Open(t, cfg)
+			ctx := context.Background()
+			lctx, release, err := first.Lead(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Name == "sqlite" {
+				release()
+				if lctx.Err() == nil {
+					t.Fatal("giving up leadership did not end its context")
+				}
+				return
+			}
+			second := storetest.Open(t, cfg)
+			led := make(chan func(), 1)
+			go func() {
+				_, r, err := second.Lead(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				led <- r
+			}()
+			select {
+			case <-led:
+				t.Fatal("two replicas lead at once")
+			case <-time.After(3 * time.Second):
+			}
+			release()
+			select {
+			case r := <-led:
+				r()
+			case <-time.After(30 * time.Second):
+				t.Fatal("the second replica never took over")
+			}
+			if lctx.Err() == nil {
+				t.Fatal("the first leader's context outlived its leadership")
+			}
+		})
+	}
+}
