@@ -145,7 +145,7 @@ func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
 	if len(w) == 0 {
 		w = defaultWorkload()
 	}
-	c.pack = newPacking(w, c.classes, cfg.StrandingWeight)
+	c.pack = newPacking(w, c.classes, c.nodes, cfg.StrandingWeight)
 	c.idx = newCapacityIndex(c.nodes)
 	c.scratch = make([]int64, len(c.pack.groups))
 	for i := range c.nodes {

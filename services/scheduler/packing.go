@@ -1,6 +1,10 @@
 package scheduler
 
-import "slices"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // packing is the fragmentation measure placement descends: for a node, the GPU (in
 // milli-GPU) that the expected workload could not use.
@@ -11,6 +15,11 @@ import "slices"
 // small for it and GPUs that the node's CPU cannot feed. It then adds a stranding term:
 // idle GPU beyond what the node's CPU can serve at the workload's mean CPU per GPU.
 // Both terms catch what FGD misses: cards stranded on nodes whose CPU ran out.
+//
+// Shapes are weighted by frequency times the square root of their scarcity: the share
+// of nodes that could host one when empty. A shape that few nodes can ever host (eight
+// GPUs and 120 cores, say) then weighs enough that small jobs leave those nodes whole,
+// where FGD's frequency weights, cut at 95% of requests, ignore such shapes entirely.
 type packing struct {
 	shapes []packShape
 	// groups are the distinct (share per GPU, accepted card classes) of the GPU shapes:
@@ -39,42 +48,103 @@ type copyGroup struct {
 	fits   []int64
 }
 
-func newPacking(w Workload, classes []gpuClass, strandingWeight float64) packing {
+// packShapes is how many shapes the measure keeps, and packCoverage the share of the
+// scarcity-weighted workload they must cover: each shape costs a step per option scored.
+const (
+	packShapes   = 256
+	packCoverage = 1.0
+)
+
+func newPacking(w Workload, classes []gpuClass, nodes []nodeState, strandingWeight float64) packing {
 	p := packing{stranding: strandingWeight}
 	var cpu, gpu float64
 	for _, s := range w {
-		if s.GPUs == 0 {
-			p.cpuOnly += s.Weight
-			continue
+		if s.GPUs > 0 && s.GPUMilli > 0 && s.GPUMilli <= 1000 {
+			cpu += s.Weight * float64(s.CPUMilli)
+			gpu += s.Weight * float64(s.GPUs*s.GPUMilli)
 		}
-		if s.GPUMilli <= 0 || s.GPUMilli > 1000 {
-			continue
-		}
-		access := make([]bool, len(classes))
-		for c, cl := range classes {
-			access[c] = (len(s.GPUModels) == 0 || slices.Contains(s.GPUModels, cl.model)) && cl.memory >= s.GPUMemoryMiB
-		}
-		g := slices.IndexFunc(p.groups, func(g copyGroup) bool { return g.milli == s.GPUMilli && slices.Equal(g.access, access) })
-		if g < 0 {
-			g = len(p.groups)
-			fits := make([]int64, 1001)
-			for free := range fits {
-				if s.GPUMilli == 1000 {
-					fits[free] = int64(free / 1000)
-				} else {
-					fits[free] = int64(free / s.GPUMilli)
-				}
-			}
-			p.groups = append(p.groups, copyGroup{milli: s.GPUMilli, access: access, fits: fits})
-		}
-		p.shapes = append(p.shapes, packShape{group: g, gpus: int64(s.GPUs), demand: int64(s.GPUs * s.GPUMilli), cpu: s.CPUMilli, weight: s.Weight})
-		cpu += s.Weight * float64(s.CPUMilli)
-		gpu += s.Weight * float64(s.GPUs*s.GPUMilli)
 	}
 	if gpu > 0 {
 		p.cpuPerMilli = cpu / gpu
 	}
+	for _, ws := range scarcityWeighted(w, classes, nodes) {
+		s := ws.shape
+		if s.GPUs == 0 {
+			p.cpuOnly += ws.weight
+			continue
+		}
+		g := slices.IndexFunc(p.groups, func(g copyGroup) bool { return g.milli == s.GPUMilli && slices.Equal(g.access, ws.access) })
+		if g < 0 {
+			g = len(p.groups)
+			fits := make([]int64, 1001)
+			for free := range fits {
+				fits[free] = int64(free / s.GPUMilli)
+			}
+			p.groups = append(p.groups, copyGroup{milli: s.GPUMilli, access: ws.access, fits: fits})
+		}
+		p.shapes = append(p.shapes, packShape{group: g, gpus: int64(s.GPUs), demand: int64(s.GPUs * s.GPUMilli), cpu: s.CPUMilli, weight: ws.weight})
+	}
 	return p
+}
+
+type weightedShape struct {
+	shape  Shape
+	access []bool // per card class
+	weight float64
+}
+
+// scarcityWeighted reweights the shapes by the square root of how scarce the nodes that
+// could host them are (all nodes over capable ones), drops shapes no node can host, and
+// keeps the heaviest that cover packCoverage of the weight, at most packShapes, with
+// weights renormalised to 1.
+func scarcityWeighted(w Workload, classes []gpuClass, nodes []nodeState) []weightedShape {
+	var out []weightedShape
+	var total float64
+	for _, s := range w {
+		if s.Weight <= 0 || (s.GPUs > 0 && (s.GPUMilli <= 0 || s.GPUMilli > 1000)) {
+			continue
+		}
+		ws := weightedShape{shape: s, access: make([]bool, len(classes))}
+		for c, cl := range classes {
+			ws.access[c] = (len(s.GPUModels) == 0 || slices.Contains(s.GPUModels, cl.model)) && cl.memory >= s.GPUMemoryMiB
+		}
+		capable := 0
+		for i := range nodes {
+			if nodes[i].node.CPUMilli < s.CPUMilli {
+				continue
+			}
+			cards := 0
+			for _, g := range nodes[i].gpus {
+				if !g.mig && ws.access[g.class] {
+					cards++
+				}
+			}
+			if cards >= s.GPUs {
+				capable++
+			}
+		}
+		if capable == 0 {
+			continue
+		}
+		ws.weight = s.Weight * math.Sqrt(float64(len(nodes))/float64(capable))
+		total += ws.weight
+		out = append(out, ws)
+	}
+	slices.SortStableFunc(out, func(a, b weightedShape) int { return cmp.Compare(b.weight, a.weight) })
+	var covered, kept float64
+	n := 0
+	for n < len(out) && n < packShapes && covered < packCoverage*total {
+		covered += out[n].weight
+		n++
+	}
+	out = out[:n]
+	for _, ws := range out {
+		kept += ws.weight
+	}
+	for i := range out {
+		out[i].weight /= kept
+	}
+	return out
 }
 
 // copiesOf fills out, per group, how many of its pieces the node's cards could host.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,6 +119,33 @@ func TestPlaceBehaviours(t *testing.T) {
 			t.Fatalf("ok=%v rejections %v", ok, ex.Rejections)
 		}
 	})
+}
+
+func TestSmallJobsLeaveTheRareBigNodeWhole(t *testing.T) {
+	// Only "big" can ever host the occasional 8-GPU, 100-core job.
+	nodes := []Node{gpuNode("big", "A100", 8, 81920, 128000, 1<<20)}
+	for i := 0; i < 6; i++ {
+		nodes = append(nodes, gpuNode(fmt.Sprintf("small%d", i), "A100", 2, 81920, 32000, 256<<10))
+	}
+	workload := Workload{
+		{GPUs: 1, GPUMilli: 1000, CPUMilli: 8000, Weight: 0.6},
+		{CPUMilli: 8000, Weight: 0.38},
+		{GPUs: 8, GPUMilli: 1000, CPUMilli: 100000, Weight: 0.02},
+	}
+	s, c := newTestCluster(t, Snapshot{Nodes: nodes, Workload: workload})
+	for i := 0; i < 10; i++ {
+		r := Request{GPUs: 1, CPUMilli: 8000}
+		if i%2 == 1 {
+			// CPU-only jobs may use the big node's spare cores, not the ones it needs.
+			r = Request{CPUMilli: 8000}
+		}
+		if p := mustPlace(t, s, c, job(fmt.Sprintf("j%d", i), r)); r.GPUs > 0 && p.Replicas[0].NodeID == "big" {
+			t.Fatalf("GPU job %d took a card of the only node an 8-GPU job fits", i)
+		}
+	}
+	if p := mustPlace(t, s, c, job("eight", Request{GPUs: 8, CPUMilli: 100000})); p.Replicas[0].NodeID != "big" {
+		t.Fatalf("8-GPU job on %s", p.Replicas[0].NodeID)
+	}
 }
 
 func TestExplanation(t *testing.T) {

@@ -61,11 +61,16 @@ func TestPackingScorer(t *testing.T) {
 
 func TestPackingCost(t *testing.T) {
 	classes := []gpuClass{{"A10", 24576}, {"T4", 15360}}
+	// One node of each class, both able to host every shape: no shape is scarcer than another.
+	nodes := []nodeState{
+		{node: Node{CPUMilli: 64000}, gpus: []gpuState{{class: 0}, {class: 0}}},
+		{node: Node{CPUMilli: 64000}, gpus: []gpuState{{class: 0}, {class: 1}}},
+	}
 	p := newPacking(Workload{
 		{GPUs: 0, CPUMilli: 4000, Weight: 0.2},
 		{GPUs: 1, GPUMilli: 1000, CPUMilli: 10000, GPUModels: []string{"A10"}, Weight: 0.4},
 		{GPUs: 1, GPUMilli: 400, CPUMilli: 2000, Weight: 0.4},
-	}, classes, 2)
+	}, classes, nodes, 2)
 	card := func(class, free int) gpuState { return gpuState{class: class, freeMilli: free} }
 	cost := func(cpu int64, cards ...gpuState) float64 {
 		copies := make([]int64, len(p.groups))
@@ -138,5 +143,32 @@ func TestBonusScorers(t *testing.T) {
 				t.Fatalf("score = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestScarcityWeighting(t *testing.T) {
+	classes := []gpuClass{{"A10", 24576}}
+	small := nodeState{node: Node{CPUMilli: 32000}, gpus: []gpuState{{class: 0}, {class: 0}}}
+	big := nodeState{node: Node{CPUMilli: 128000}, gpus: make([]gpuState, 8)}
+	nodes := []nodeState{small, small, small, big}
+	got := scarcityWeighted(Workload{
+		{GPUs: 1, GPUMilli: 1000, CPUMilli: 8000, Weight: 0.5},
+		{GPUs: 8, GPUMilli: 1000, CPUMilli: 100000, Weight: 0.1},
+		{GPUs: 1, GPUMilli: 500, CPUMilli: 2000, Weight: 0.3},
+		{GPUs: 1, GPUMilli: 1000, GPUModels: []string{"H100"}, Weight: 0.1},
+	}, classes, nodes)
+	// The 8-GPU shape fits one node in four: its weight doubles (√4); the H100 shape fits
+	// no node and is dropped; the rest keep theirs. 0.5 + 0.3 + 0.2 = 1 already.
+	want := []struct {
+		gpus   int
+		weight float64
+	}{{1, 0.5}, {1, 0.3}, {8, 0.2}}
+	if len(got) != len(want) {
+		t.Fatalf("%d shapes, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].shape.GPUs != w.gpus || math.Abs(got[i].weight-w.weight) > 1e-12 {
+			t.Errorf("shape %d: %d GPUs weight %v, want %d GPUs weight %v", i, got[i].shape.GPUs, got[i].weight, w.gpus, w.weight)
+		}
 	}
 }

@@ -19,17 +19,13 @@ type Shape struct {
 // Workload is the observed distribution of request shapes that placement packs for.
 type Workload []Shape
 
-// workloadCoverage is the share of requests the typical shapes must cover (as in FGD),
-// and workloadMaxShapes caps how many shapes that takes: the packing measure costs one
-// step per shape for every option it scores.
-const (
-	workloadCoverage  = 0.95
-	workloadMaxShapes = 48
-)
+// workloadMaxShapes bounds the distinct shapes a workload keeps, most frequent first.
+const workloadMaxShapes = 1024
 
-// WorkloadFromRequests returns the most frequent request shapes that together cover 95%
-// of the requests (at most 48 shapes), weights renormalised to 1. MIG requests are left out: MIG cards are
-// sliced ahead of time and do not fragment the way shared cards do.
+// WorkloadFromRequests returns the distribution of request shapes, most frequent first
+// (at most 1024 of them), weights normalised to 1. Rare shapes are kept: placement
+// weighs them by how few nodes could host them (see packing). MIG requests are left
+// out: MIG cards are sliced ahead of time and do not fragment the way shared cards do.
 func WorkloadFromRequests(reqs []Request) Workload {
 	type key struct {
 		gpus   int
@@ -67,12 +63,11 @@ func WorkloadFromRequests(reqs []Request) Workload {
 		)
 	})
 	var w Workload
-	covered, sum := 0, 0.0
+	sum := 0.0
 	for _, k := range keys {
-		if float64(covered) >= workloadCoverage*float64(total) || len(w) == workloadMaxShapes {
+		if len(w) == workloadMaxShapes {
 			break
 		}
-		covered += counts[k]
 		s := Shape{GPUs: k.gpus, GPUMilli: k.milli, GPUMemoryMiB: k.mem, CPUMilli: k.cpu, Weight: float64(counts[k]) / float64(total)}
 		if k.models != "" {
 			s.GPUModels = strings.Split(k.models, "|")

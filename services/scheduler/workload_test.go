@@ -20,12 +20,12 @@ func TestWorkloadFromRequests(t *testing.T) {
 	add(5, Request{MIGProfile: "1g.5gb"}) // MIG requests are left out
 
 	w := WorkloadFromRequests(reqs)
-	// 115 shapes counted; the top three (50, 32, 30) cover 97% ≥ 95%, so the 8-GPU
-	// shape is dropped and the weights renormalise over 112.
+	// 115 requests count, MIG aside; rare shapes stay, most frequent first.
 	want := []Shape{
-		{GPUs: 1, GPUMilli: 1000, CPUMilli: 8000, Weight: 50.0 / 112},
-		{GPUs: 0, CPUMilli: 2000, Weight: 32.0 / 112},
-		{GPUs: 1, GPUMilli: 500, CPUMilli: 4000, Weight: 30.0 / 112},
+		{GPUs: 1, GPUMilli: 1000, CPUMilli: 8000, Weight: 50.0 / 115},
+		{GPUs: 0, CPUMilli: 2000, Weight: 32.0 / 115},
+		{GPUs: 1, GPUMilli: 500, CPUMilli: 4000, Weight: 30.0 / 115},
+		{GPUs: 8, GPUMilli: 1000, CPUMilli: 64000, Weight: 3.0 / 115},
 	}
 	if len(w) != len(want) {
 		t.Fatalf("workload %+v, want %+v", w, want)
