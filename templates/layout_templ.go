@@ -33,7 +33,7 @@ func Nav() []NavItem {
 		{Section: "jobs", Label: "Jobs"},
 		{Section: "images", Label: "Images", Href: "/images"},
 		{Section: "cluster", Label: "Cluster"},
-		{Section: "cost", Label: "Cost"},
+		{Section: "cost", Label: "Cost", Href: "/cost"},
 		{Section: "feedback", Label: "Feedback", Href: "/feedback"},
 		{Section: "admin", Label: "Admin"},
 	}
