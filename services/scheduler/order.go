@@ -42,12 +42,16 @@ func (s *Scheduler) order(snap Snapshot, c *Cluster) []*ranked {
 		keys[i] = key{r.class.Weight, r.priority, r.job.SubmitTime, r}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(
-			cmp.Compare(b.weight, a.weight),
-			cmp.Compare(b.priority, a.priority),
-			a.submit.Compare(b.submit),
-			strings.Compare(a.r.job.ID, b.r.job.ID),
-		)
+		if c := cmp.Compare(b.weight, a.weight); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.priority, a.priority); c != 0 {
+			return c
+		}
+		if c := a.submit.Compare(b.submit); c != 0 {
+			return c
+		}
+		return strings.Compare(a.r.job.ID, b.r.job.ID)
 	})
 	for i, k := range keys {
 		out[i] = k.r

@@ -51,7 +51,7 @@ type copyGroup struct {
 // packShapes is how many shapes the measure keeps, and packCoverage the share of the
 // scarcity-weighted workload they must cover: each shape costs a step per option scored.
 const (
-	packShapes   = 256
+	packShapes   = 64
 	packCoverage = 1.0
 )
 
@@ -98,6 +98,21 @@ type weightedShape struct {
 // keeps the heaviest that cover packCoverage of the weight, at most packShapes, with
 // weights renormalised to 1.
 func scarcityWeighted(w Workload, classes []gpuClass, nodes []nodeState) []weightedShape {
+	// Nodes alike in CPU and cards per class host the same shapes: count each kind once.
+	type kind struct {
+		cpu   int64
+		cards string // cards per class, one byte each
+	}
+	kinds := map[kind]int{}
+	for i := range nodes {
+		per := make([]byte, len(classes))
+		for _, g := range nodes[i].gpus {
+			if !g.mig && per[g.class] < 255 {
+				per[g.class]++
+			}
+		}
+		kinds[kind{nodes[i].node.CPUMilli, string(per)}]++
+	}
 	var out []weightedShape
 	var total float64
 	for _, s := range w {
@@ -109,18 +124,18 @@ func scarcityWeighted(w Workload, classes []gpuClass, nodes []nodeState) []weigh
 			ws.access[c] = (len(s.GPUModels) == 0 || slices.Contains(s.GPUModels, cl.model)) && cl.memory >= s.GPUMemoryMiB
 		}
 		capable := 0
-		for i := range nodes {
-			if nodes[i].node.CPUMilli < s.CPUMilli {
+		for k, count := range kinds {
+			if k.cpu < s.CPUMilli {
 				continue
 			}
 			cards := 0
-			for _, g := range nodes[i].gpus {
-				if !g.mig && ws.access[g.class] {
-					cards++
+			for c := range k.cards {
+				if ws.access[c] {
+					cards += int(k.cards[c])
 				}
 			}
 			if cards >= s.GPUs {
-				capable++
+				capable += count
 			}
 		}
 		if capable == 0 {
