@@ -271,6 +271,7 @@ func mayPass(t *testing.T, key, role string, own bool) bool {
 // project and on a foreign one, and checks that the gate lets through exactly whom the
 // hand-written table says. A route without a rule fails it.
 func TestRouteMatrix(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	table := routes(handlers.New(m.st, "test", nil, handlers.Services{}))
 	for _, r := range table {
@@ -314,6 +315,7 @@ func TestRouteMatrix(t *testing.T) {
 
 // A route that reaches the router without a rule is refused, whoever calls it.
 func TestRouteWithoutRuleIsRefused(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	al := audit.New(m.st, time.Now)

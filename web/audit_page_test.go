@@ -27,6 +27,7 @@ func eventIDs(body string) []string {
 }
 
 func TestAuditPageFiltersPagesAndExports(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		s := newSite(t, st, false)
@@ -102,6 +103,7 @@ func TestAuditPageFiltersPagesAndExports(t *testing.T) {
 }
 
 func TestAuditPageIsForAdminsAndAuditors(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	ctx := context.Background()
 	for _, u := range []*models.User{{Username: "ida"}, {Username: "max"}} {

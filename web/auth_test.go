@@ -164,6 +164,7 @@ func sessionCookie(res *http.Response) *http.Cookie {
 }
 
 func TestSignInRedirectsBackAndSignsOut(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := newSite(t, st, false)
 		c := s.browser()
@@ -227,6 +228,7 @@ func TestSignInRedirectsBackAndSignsOut(t *testing.T) {
 }
 
 func TestLoginRotatesTheSessionAndKeepsRedirectsLocal(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	c := s.signIn("admin", s.password)
 	u, _ := url.Parse(s.srv.URL)
@@ -254,6 +256,7 @@ func TestLoginRotatesTheSessionAndKeepsRedirectsLocal(t *testing.T) {
 }
 
 func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), true)
 	c := s.browser()
 	token := s.csrf(c, "/login")
@@ -264,6 +267,7 @@ func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 }
 
 func TestSessionsEndAfterIdleTime(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	c := s.signIn("admin", s.password)
 	s.clock.advance(13 * time.Hour)
@@ -277,6 +281,7 @@ func TestSessionsEndAfterIdleTime(t *testing.T) {
 }
 
 func TestTokensPageAndBearerAPI(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := newSite(t, st, false)
 		c := s.signIn("admin", s.password)
@@ -329,6 +334,7 @@ func TestTokensPageAndBearerAPI(t *testing.T) {
 }
 
 func TestTokensExpire(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	admin, _ := s.st.UserByUsername(context.Background(), "admin")
 	secret, _, err := s.id.CreateToken(context.Background(), admin, "short", identity.ScopeWrite, 24*time.Hour)
@@ -344,6 +350,7 @@ func TestTokensExpire(t *testing.T) {
 
 // Bad input is refused with a clear message, changes nothing, and the refusal is audited.
 func TestBadInputIsRefusedAndAudited(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		s := newSite(t, st, false)
@@ -435,6 +442,7 @@ func TestBadInputIsRefusedAndAudited(t *testing.T) {
 }
 
 func TestTeamLeadGrantsRolesThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	ctx := context.Background()
 	ada := &models.User{Username: "ada"}

@@ -284,6 +284,7 @@ func (s *ssoSite) me(c *http.Client) (int, map[string]any) {
 }
 
 func TestSSOSignsInThroughTheProvider(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		s := newSSOSite(t, st)
@@ -368,6 +369,7 @@ func TestSSOSignsInThroughTheProvider(t *testing.T) {
 
 // Every way a sign-in can be wrong is refused: no session, a clear page, and an audit record.
 func TestSSORefusesBadSignIns(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	ctx := context.Background()
 	s := newSSOSite(t, st)
@@ -487,6 +489,7 @@ func TestSSORefusesBadSignIns(t *testing.T) {
 // project, cannot touch another team's, an admin grants them a role, and every step is on
 // the audit page.
 func TestNewSSOUserJourneyIsAudited(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	ctx := context.Background()
 	s := newSSOSite(t, st)

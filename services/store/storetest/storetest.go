@@ -7,16 +7,20 @@ package storetest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"testing"
 
 	_ "github.com/glebarez/go-sqlite"  // database/sql driver "sqlite" for Exec
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for test databases
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -51,9 +55,15 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	}
 }
 
-// Open opens and migrates a store for cfg, closed when t ends.
+// Open opens and migrates a store for cfg, closed when t ends. A fresh SQLite database
+// starts as a copy of one migrated before: the pure-Go SQLite migrates slowly under -race.
 func Open(t testing.TB, cfg store.Config) *store.Store {
 	t.Helper()
+	if cfg.DatabaseURL == "" {
+		if err := seedSQLite(cfg.DataDir); err != nil {
+			t.Fatalf("seed the SQLite database: %v", err)
+		}
+	}
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -134,4 +144,68 @@ func TryExec(cfg store.Config, query string) error {
 		return fmt.Errorf("exec %q: %w", query, err)
 	}
 	return nil
+}
+
+// seedSQLite copies the migrated template into dir, unless dir has a database already.
+func seedSQLite(dir string) error {
+	dst := filepath.Join(dir, store.SQLiteFile)
+	if _, err := os.Stat(dst); err == nil || dir == "" {
+		return nil
+	}
+	tmpl, err := sqliteTemplate()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(tmpl)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}
+
+// sqliteTemplate returns a SQLite file migrated to this binary's schema. It is made once
+// and kept in the temp dir under a name that changes with the migrations, so that every
+// test process after the first starts from it.
+func sqliteTemplate() (string, error) {
+	all, err := migrations.All()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, m := range all {
+		q, err := m.SQL(migrations.SQLite)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%d\x00%s\x00", m.Version, q)
+	}
+	path := filepath.Join(os.TempDir(), "gantry-storetest-"+hex.EncodeToString(h.Sum(nil))[:16]+".db")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	dir, err := os.MkdirTemp("", "gantry-storetest-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	s, err := store.Open(context.Background(), store.Config{DataDir: dir})
+	if err != nil {
+		return "", err
+	}
+	_, err = s.Migrate(context.Background())
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	// Closing the last connection checkpoints the WAL into the file and removes it.
+	if _, err := os.Stat(filepath.Join(dir, store.SQLiteFile+"-wal")); err == nil {
+		return "", errors.New("the migrated template kept a WAL file")
+	}
+	// Another test process may finish its template first: renames are atomic, either wins.
+	return path, os.Rename(filepath.Join(dir, store.SQLiteFile), path)
 }
