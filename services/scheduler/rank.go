@@ -18,7 +18,8 @@ func (s packingScorer) score(n *nodeState, o *option) float64 {
 	for k := 0; k < o.n; k++ {
 		key ^= mix(cardSig(&n.gpus[o.cards[k]]) + uint64(k))
 	}
-	key = mix(key ^ uint64(o.milli)<<40)
+	// The job's CPU is in the key so that stacks of different jobs never share scores.
+	key = mix(key ^ uint64(o.milli)<<40 ^ mix(uint64(s.cpu)))
 	if v, ok := s.c.memo[key]; ok {
 		return v
 	}

@@ -72,10 +72,12 @@ func (s *Scheduler) Schedule(snap Snapshot) (Plan, error) {
 			ex.Reason += fmt.Sprintf("; it would delay job %s, which holds %s", head.ID, plural(len(plan.Reservation.NodeIDs), "node"))
 		}
 		var ws []nodeWait
+		waited := false
 		valid := validateShape(j.Request, s.cfg) == nil
 		if valid && head == nil && !s.quotaBound(c, &j) {
 			// Blocked for lack of capacity: once running work ends it fits.
-			if ws = s.waits(c, &j); len(ws) > 0 {
+			ws, waited = s.waits(c, &j), true
+			if len(ws) > 0 {
 				if !s.cfg.Backfill {
 					blocker = &r.job
 				} else if rsv, nodes := reserve(c, &j, ws); rsv != nil {
@@ -86,7 +88,7 @@ func (s *Scheduler) Schedule(snap Snapshot) (Plan, error) {
 			}
 		}
 		if valid && detailed < detailedExplanations && ex.Rejections[RejectQuota] == 0 {
-			if ws == nil {
+			if !waited {
 				ws = s.waits(c, &j)
 			}
 			if w := s.waitPhrase(ws); w != "" {
