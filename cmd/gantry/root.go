@@ -81,8 +81,10 @@ func newVersionCmd() *cobra.Command {
 }
 
 func newBenchCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run Gantry's benchmarks (scheduler trace replay and more)",
 	}
+	cmd.AddCommand(newBenchTraceCmd())
+	return cmd
 }
