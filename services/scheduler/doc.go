@@ -36,9 +36,9 @@
 // Where FGD asks how much idle GPU the next task of a shape could not use, Gantry asks
 // how much would stay unused if the node were filled with copies of the shape, given its
 // free CPU too, and adds the GPU its CPU cannot feed: that catches the GPUs FGD strands
-// on nodes whose CPU ran out. Shapes weigh by frequency times the square root of their
-// scarcity (all nodes over those that could host one), so rare large jobs keep the few
-// nodes that fit them, where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU jobs on
+// on nodes whose CPU ran out. Shapes weigh by frequency times their scarcity (all nodes
+// over those that could host one), so rare large jobs keep the few nodes that fit them,
+// where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU jobs on
 // NVLink peers, give a job that names its GPU memory the smallest card that fits, steer
 // job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
 //

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"cmp"
-	"math"
 	"slices"
 )
 
@@ -16,8 +15,8 @@ import (
 // idle GPU beyond what the node's CPU can serve at the workload's mean CPU per GPU.
 // Both terms catch what FGD misses: cards stranded on nodes whose CPU ran out.
 //
-// Shapes are weighted by frequency times the square root of their scarcity: the share
-// of nodes that could host one when empty. A shape that few nodes can ever host (eight
+// Shapes are weighted by frequency times their scarcity: all nodes over the nodes that
+// could host one when empty. A shape that few nodes can ever host (eight
 // GPUs and 120 cores, say) then weighs enough that small jobs leave those nodes whole,
 // where FGD's frequency weights, cut at 95% of requests, ignore such shapes entirely.
 type packing struct {
@@ -93,8 +92,8 @@ type weightedShape struct {
 	weight float64
 }
 
-// scarcityWeighted reweights the shapes by the square root of how scarce the nodes that
-// could host them are (all nodes over capable ones), drops shapes no node can host, and
+// scarcityWeighted reweights the shapes by how scarce the nodes that could host them
+// are (all nodes over capable ones), drops shapes no node can host, and
 // keeps the heaviest that cover packCoverage of the weight, at most packShapes, with
 // weights renormalised to 1.
 func scarcityWeighted(w Workload, classes []gpuClass, nodes []nodeState) []weightedShape {
@@ -141,7 +140,7 @@ func scarcityWeighted(w Workload, classes []gpuClass, nodes []nodeState) []weigh
 		if capable == 0 {
 			continue
 		}
-		ws.weight = s.Weight * math.Sqrt(float64(len(nodes))/float64(capable))
+		ws.weight = s.Weight * float64(len(nodes)) / float64(capable)
 		total += ws.weight
 		out = append(out, ws)
 	}

@@ -157,12 +157,12 @@ func TestScarcityWeighting(t *testing.T) {
 		{GPUs: 1, GPUMilli: 500, CPUMilli: 2000, Weight: 0.3},
 		{GPUs: 1, GPUMilli: 1000, GPUModels: []string{"H100"}, Weight: 0.1},
 	}, classes, nodes)
-	// The 8-GPU shape fits one node in four: its weight doubles (√4); the H100 shape fits
-	// no node and is dropped; the rest keep theirs. 0.5 + 0.3 + 0.2 = 1 already.
+	// The 8-GPU shape fits one node in four: its weight is four times 0.1; the H100 shape
+	// fits no node and is dropped; the rest keep theirs. Renormalised over 0.5+0.4+0.3.
 	want := []struct {
 		gpus   int
 		weight float64
-	}{{1, 0.5}, {1, 0.3}, {8, 0.2}}
+	}{{1, 0.5 / 1.2}, {8, 0.4 / 1.2}, {1, 0.3 / 1.2}}
 	if len(got) != len(want) {
 		t.Fatalf("%d shapes, want %d: %+v", len(got), len(want), got)
 	}
