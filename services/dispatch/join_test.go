@@ -15,6 +15,7 @@ import (
 )
 
 func TestJoinAuthenticateAndRevoke(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xA100-80GB")
@@ -76,6 +77,7 @@ func TestJoinAuthenticateAndRevoke(t *testing.T) {
 // A node that joins again (its data dir was lost) gets a new credential; the old
 // one is refused, and what ran under it ends as lost.
 func TestRejoinEndsTheOldRegistration(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		old := e.join("gpu-1", "1xL4-24GB")

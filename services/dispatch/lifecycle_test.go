@@ -17,6 +17,7 @@ import (
 )
 
 func TestScheduleStartLogsAndSucceed(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xA100-80GB")
@@ -116,6 +117,7 @@ func TestScheduleStartLogsAndSucceed(t *testing.T) {
 }
 
 func TestFailureRetriesThenFails(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
@@ -147,6 +149,7 @@ func TestFailureRetriesThenFails(t *testing.T) {
 }
 
 func TestStaleReportsAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
@@ -188,6 +191,7 @@ func TestStaleReportsAreRefused(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
@@ -229,6 +233,7 @@ func TestCancel(t *testing.T) {
 // A scheduled job whose attempt never started is cancelled at once; an agent
 // that starts it anyway is told the attempt is stale.
 func TestCancelBeforeStart(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
@@ -247,6 +252,7 @@ func TestCancelBeforeStart(t *testing.T) {
 }
 
 func TestLeasePollWaitsForWork(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")

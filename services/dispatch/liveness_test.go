@@ -20,6 +20,7 @@ import (
 // new attempt, and when the lost node speaks again its old attempt is refused and
 // no longer leased, so its agent stops it.
 func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
@@ -74,6 +75,7 @@ func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
 
 // Without retries a job whose node is lost fails, with the reason.
 func TestLostNodeFailsJobWithoutRetries(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
@@ -92,6 +94,7 @@ func TestLostNodeFailsJobWithoutRetries(t *testing.T) {
 // A restarted server gives agents one timeout to reconnect before judging them:
 // they could not heartbeat while it was down.
 func TestRestartedServerWaitsBeforeLosingNodes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
@@ -122,6 +125,7 @@ func TestRestartedServerWaitsBeforeLosingNodes(t *testing.T) {
 // A gang starts as one: running once every replica runs; when one replica fails
 // the others are stopped and the job fails.
 func TestGangFailsAsOne(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		a := e.join("gpu-a", "1xL4-24GB")
@@ -173,6 +177,7 @@ func (badScheduler) Plan(s dispatch.Snapshot) dispatch.Plan {
 
 // A plan that overcommits is refused for the jobs that do not fit.
 func TestOvercommittingPlanIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, badScheduler{})
 		n := e.join("gpu-1", "1xL4-24GB")
@@ -192,6 +197,7 @@ func TestOvercommittingPlanIsRefused(t *testing.T) {
 // Heartbeats carry GPU samples; each reading is kept, under the job that holds the
 // GPU. A sample that cannot be kept is refused without failing the heartbeat.
 func TestHeartbeatTelemetry(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xL4-24GB")

@@ -25,6 +25,7 @@ func realScheduler(t *testing.T) dispatch.Scheduler {
 // The production scheduler places whole GPUs, shares and MIG instances, counts
 // what already runs, and says in words why a job waits.
 func TestPlacerWithTheRealScheduler(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, realScheduler(t))
 		whole := e.join("gpu-a", "2xA100-80GB")
@@ -74,6 +75,7 @@ func TestPlacerWithTheRealScheduler(t *testing.T) {
 // The production scheduler preempts a preemptible test job for a production job;
 // the victim checkpoints and requeues, and the production job takes its GPU.
 func TestPlacerPreemptsALowerClass(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, realScheduler(t))
 		n := e.join("gpu-1", "1xL4-24GB")

@@ -31,6 +31,7 @@ func (p preempting) Plan(s dispatch.Snapshot) dispatch.Plan {
 // A preempted job is asked to checkpoint with its class's grace, goes back to
 // the queue when it stopped, and runs again as a new attempt without spending a retry.
 func TestPreemptionRequeuesWithoutARetry(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		victim := new(int64)
 		e := newEnv(t, st, preempting{victim: victim})
@@ -72,6 +73,7 @@ func TestPreemptionRequeuesWithoutARetry(t *testing.T) {
 // A draining node takes no new work; at its deadline what runs there is
 // checkpoint-stopped and requeued; a node with work cannot go down.
 func TestDrainStopsAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "2xL4-24GB")
@@ -118,6 +120,7 @@ func TestDrainStopsAtTheDeadline(t *testing.T) {
 
 // A governance stop checkpoints the job and holds it; released, it runs again.
 func TestGovernanceStopHoldsTheJob(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, dispatchtest.FirstFit{})
 		n := e.join("gpu-1", "1xL4-24GB")
