@@ -38,18 +38,19 @@
 // free CPU too, and adds the GPU its CPU cannot feed: that catches the GPUs FGD strands
 // on nodes whose CPU ran out. Shapes weigh by frequency times their scarcity (all nodes
 // over those that could host one), so rare large jobs keep the few nodes that fit them,
-// where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU jobs on
-// NVLink peers, give a job that names its GPU memory the smallest card that fits, steer
-// job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
+// where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU
+// jobs on NVLink peers, give a job that names its GPU memory the smallest card that
+// fits, steer job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
 //
 // # The cycle
 //
 // Schedule orders pending jobs by class (production > research > test by default), and
 // within a class by ageing (linear up to AgeHorizon) plus fair share (Slurm's
 // 2^(-usage/entitlement), with a team's exponentially decayed dominant-resource share of
-// recent usage against its share of the nominal quotas). Quotas follow Kueue's ClusterQueue and cohort model: per team and GPU
-// model (or AnyModel) a nominal amount, a borrowing limit and a lending limit; admission
-// checks them per option, so a job goes to a model its team may still use. A job that
+// recent usage against its share of the nominal quotas). Quotas follow Kueue's
+// ClusterQueue and cohort model: per team and GPU model (or AnyModel) a nominal amount,
+// a borrowing limit and a lending limit; admission checks them per option, so a job goes
+// to a model its team may still use. A job that
 // does not fit may preempt preemptible jobs of strictly lower classes only: per replica
 // the cheapest minimal set (borrowed capacity first, then fewest GPUs, then least progress
 // since the last checkpoint). The first job blocked for lack of capacity reserves the
