@@ -66,6 +66,10 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
 
+		{"GET", "/api/v1/nodes", SignedIn(), h.NodesIndex},
+		{"POST", "/api/v1/nodes/:name/state", Global(authz.Platform, authz.Write), h.NodeStateUpdate},
+		{"POST", "/api/v1/nodes/:name/revoke", Global(authz.Platform, authz.Write), h.NodeRevoke},
+
 		// The agent protocol: agents authenticate with their node credential, not as users.
 		{"POST", agentapi.PathJoin, Agent(), h.AgentJoin},
 		{"POST", agentapi.PathHeartbeat, Agent(), h.Agent(h.AgentHeartbeat)},

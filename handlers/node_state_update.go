@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// nodeStateRequest is the body of POST /api/v1/nodes/:name/state.
+type nodeStateRequest struct {
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+	// DrainFor is how long running jobs may go on before they are checkpoint-stopped.
+	DrainFor string `json:"drain_for"`
+}
+
+// NodeStateUpdate is an admin's action on a node: cordon, drain, ready or down.
+func (h *Handler) NodeStateUpdate(c *gin.Context) {
+	var req nodeStateRequest
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		jsonError(c, http.StatusBadRequest, "invalid", `send {"state": "ready|cordoned|draining|down", "reason": "…", "drain_for": "30m"}`, "body")
+		return
+	}
+	var deadline time.Time
+	if req.State == models.NodeDraining {
+		d, err := time.ParseDuration(req.DrainFor)
+		if err != nil || d < 0 {
+			jsonError(c, http.StatusBadRequest, "invalid", "drain_for must be a duration such as 30m (0s stops running jobs at once)", "drain_for")
+			return
+		}
+		deadline = time.Now().Add(d)
+	}
+	if len(req.Reason) > 500 {
+		jsonError(c, http.StatusBadRequest, "invalid", "reason must be at most 500 characters", "reason")
+		return
+	}
+	n, err := h.dispatch.SetNodeState(c.Request.Context(), c.Param("name"), req.State, req.Reason, deadline)
+	var fe *models.FieldError
+	switch {
+	case errors.As(err, &fe):
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	case errors.Is(err, store.ErrNotFound):
+		jsonError(c, http.StatusNotFound, "not_found", "there is no node "+c.Param("name"), "name")
+	case err != nil:
+		h.serverError(c, err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"name": n.Name, "state": n.State, "state_reason": n.StateReason, "drain_deadline": n.DrainDeadline})
+	}
+}
