@@ -43,7 +43,7 @@ func (s *Service) markLostNodes(ctx context.Context) (int, error) {
 				return err
 			}
 			return s.audit.In(tx).Append(audit.WithActor(ctx, audit.System()), audit.Entry{
-				Action: "node.lost", ObjectType: "node", ObjectID: n.Name, Detail: map[string]any{"reason": why, "allocations_ended": len(touched) - 1},
+				Action: "node.lost", ObjectType: "node", ObjectID: n.Name, Detail: map[string]any{"reason": why},
 			})
 		})
 		if errors.Is(err, store.ErrStale) {
