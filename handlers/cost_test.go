@@ -41,12 +41,12 @@ func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, st
 	}
 	must(t, az.SetGlobalRoles(ctx, users["root"], true, false))
 	projects := map[string]*models.Project{}
-	for team, project := range map[string]string{"vision": "detect", "audio": "speech"} {
-		tm := &models.Team{Name: team}
+	for _, tp := range [][2]string{{"vision", "detect"}, {"audio", "speech"}} {
+		tm := &models.Team{Name: tp[0]}
 		must(t, st.CreateTeam(ctx, tm))
-		p := &models.Project{TeamID: tm.ID, Name: project}
+		p := &models.Project{TeamID: tm.ID, Name: tp[1]}
 		must(t, st.CreateProject(ctx, p))
-		projects[project] = p
+		projects[tp[1]] = p
 	}
 	must(t, az.SetProjectRole(ctx, users["ada"], projects["detect"], models.RoleMember))
 	spend := func(project string, gib int64, day int) {
