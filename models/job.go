@@ -14,6 +14,9 @@ const (
 	JobPreempting = "preempting"
 )
 
+// JobStates lists every job state, in the order a job usually passes through them.
+var JobStates = []string{JobQueued, JobHeld, JobScheduled, JobRunning, JobPreempting, JobSucceeded, JobFailed, JobCancelled}
+
 // Job kinds steer placement when a job names no GPU model.
 const (
 	KindTraining  = "training"

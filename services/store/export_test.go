@@ -1,6 +1,14 @@
 package store
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/gantry-gpu/gantry/migrations"
+	"github.com/gantry-gpu/gantry/models"
+)
 
 // MissingColumns lists the fields of model that have no column in its table.
 func (s *Store) MissingColumns(model any) ([]string, error) {
@@ -18,4 +26,49 @@ func (s *Store) MissingColumns(model any) ([]string, error) {
 		}
 	}
 	return missing, nil
+}
+
+// JobsPlan returns the database's plan of the jobs query of f, one line per step.
+// On PostgreSQL, sequential scans, bitmap scans and sorts are discouraged first, so
+// that a Sort in the plan means no index serves the order, not that the table is small.
+func (s *Store) JobsPlan(ctx context.Context, f JobFilter) ([]string, error) {
+	var lines []string
+	err := s.InTx(ctx, func(tx *Store) error {
+		dry, err := jobsQuery(tx.db.Session(&gorm.Session{DryRun: true}), f)
+		if err != nil {
+			return err
+		}
+		stmt := dry.Find(&[]models.Job{}).Statement
+		explain := "EXPLAIN QUERY PLAN "
+		if tx.dialect == migrations.Postgres {
+			explain = "EXPLAIN "
+			for _, set := range []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"} {
+				if err := tx.db.Exec("SET LOCAL " + set + " = off").Error; err != nil {
+					return err
+				}
+			}
+		}
+		rows, err := tx.db.Raw(explain+stmt.SQL.String(), stmt.Vars...).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+		}
+		return rows.Err()
+	})
+	return lines, err
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -37,27 +39,90 @@ func (s *Store) JobByID(ctx context.Context, id int64) (*models.Job, error) {
 	return &j, nil
 }
 
-// JobFilter selects jobs; zero fields select everything. Jobs come newest first,
-// and BeforeID continues a page (keyset pagination: stays fast deep into the list).
+// Sort orders of the jobs list. JobsByID (the zero value) is newest id first and
+// pages with BeforeID; the others page with After.
+const (
+	JobsByID        = ""
+	JobsBySubmitted = "submitted_at"
+	JobsByName      = "name"
+	JobsByGPUs      = "gpus"
+)
+
+// JobKey is where a page of jobs ends: the sort column's value of its last job, and
+// the job's id, which breaks ties. Only the field of the filter's sort is read.
+type JobKey struct {
+	SubmittedAt time.Time
+	Name        string
+	GPUs        int
+	ID          int64
+}
+
+// KeyOf returns the key of j, for the After of the next page.
+func KeyOf(j *models.Job) JobKey {
+	return JobKey{SubmittedAt: j.SubmittedAt, Name: j.Name, GPUs: j.GPUs, ID: j.ID}
+}
+
+// JobFilter selects jobs; zero fields select everything. Pages continue by keyset
+// (BeforeID, After), never by offset: a page deep into the list reads as few rows as
+// the first one (migration 0009 has an index for each filter in sort order).
 type JobFilter struct {
 	ProjectIDs []int64
 	UserID     int64
 	States     []string
-	BeforeID   int64
-	Limit      int
+	ImageID    int64
+	ImageRef   string
+	// SubmittedFrom and SubmittedTo bound the submission time: from inclusive, to exclusive.
+	SubmittedFrom, SubmittedTo time.Time
+	// Sort is one of the JobsBy constants; Ascending reverses the default, which is
+	// descending (newest, last name, most GPUs first).
+	Sort      string
+	Ascending bool
+	// After continues a page sorted by Sort after this key.
+	After    *JobKey
+	BeforeID int64
+	Limit    int
 }
 
-// Jobs returns the jobs matching f, newest first, at most f.Limit (default 50).
+// Jobs returns the jobs matching f in its order, at most f.Limit (default 50).
 func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]models.Job, error) {
-	q := s.with(ctx).Model(&models.Job{})
-	if len(f.ProjectIDs) > 0 {
+	q, err := jobsQuery(s.with(ctx), f)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var out []models.Job
+	if err := q.Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return out, nil
+}
+
+// jobsQuery builds the query of f on db.
+func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+	q := db.Model(&models.Job{})
+	if len(f.ProjectIDs) == 1 {
+		q = q.Where("project_id = ?", f.ProjectIDs[0])
+	} else if len(f.ProjectIDs) > 1 {
 		q = q.Where("project_id IN ?", f.ProjectIDs)
 	}
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
-	if len(f.States) > 0 {
+	if len(f.States) == 1 {
+		q = q.Where("state = ?", f.States[0])
+	} else if len(f.States) > 1 {
 		q = q.Where("state IN ?", f.States)
+	}
+	if f.ImageID != 0 {
+		q = q.Where("image_id = ?", f.ImageID)
+	}
+	if f.ImageRef != "" {
+		q = q.Where("image_ref = ?", f.ImageRef)
+	}
+	if !f.SubmittedFrom.IsZero() {
+		q = q.Where("submitted_at >= ?", f.SubmittedFrom.UTC())
+	}
+	if !f.SubmittedTo.IsZero() {
+		q = q.Where("submitted_at < ?", f.SubmittedTo.UTC())
 	}
 	if f.BeforeID > 0 {
 		q = q.Where("id < ?", f.BeforeID)
@@ -66,11 +131,42 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]models.Job, error) {
 	if limit <= 0 {
 		limit = 50
 	}
-	var out []models.Job
-	if err := q.Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+	dir, cmp := "DESC", "<"
+	if f.Ascending {
+		dir, cmp = "ASC", ">"
 	}
-	return out, nil
+	if f.Sort == JobsByID {
+		if f.After != nil {
+			q = q.Where("id "+cmp+" ?", f.After.ID)
+		}
+		return q.Order("id " + dir).Limit(limit), nil
+	}
+	key, ok := sortKey(f.Sort, f.After)
+	if !ok {
+		return nil, fmt.Errorf("unknown sort %q", f.Sort)
+	}
+	if f.After != nil {
+		// A row value compares (key, id) in one step, which both databases answer
+		// from the (key, id) index.
+		q = q.Where("("+f.Sort+", id) "+cmp+" (?, ?)", key, f.After.ID)
+	}
+	return q.Order(f.Sort + " " + dir).Order("id " + dir).Limit(limit), nil
+}
+
+// sortKey returns the value of k's sort column, and whether sort is a sort column.
+func sortKey(sort string, k *JobKey) (any, bool) {
+	if k == nil {
+		k = &JobKey{}
+	}
+	switch sort {
+	case JobsBySubmitted:
+		return k.SubmittedAt.UTC(), true
+	case JobsByName:
+		return k.Name, true
+	case JobsByGPUs:
+		return k.GPUs, true
+	}
+	return nil, false
 }
 
 // Transition is one state change of a job.

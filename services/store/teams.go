@@ -95,3 +95,22 @@ func (s *Store) MembershipsOfUser(ctx context.Context, userID int64) ([]models.M
 	}
 	return out, nil
 }
+
+// ProjectNamesByID returns the names of the given projects, for lists that show them.
+func (s *Store) ProjectNamesByID(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID   int64
+		Name string
+	}
+	if err := s.with(ctx).Model(&models.Project{}).Select("id, name").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("project names: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, nil
+}
