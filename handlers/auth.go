@@ -62,9 +62,9 @@ func (h *Handler) SetCookie(c *gin.Context, name, value string, maxAge int) {
 }
 
 // Refuse answers a request that may not proceed: JSON for the API, a page for browsers.
-func (h *Handler) Refuse(c *gin.Context, status int, code, message string) {
+func (h *Handler) Refuse(c *gin.Context, status int, code, message, field string) {
 	if isAPI(c) {
-		jsonError(c, status, code, message, "")
+		jsonError(c, status, code, message, field)
 		return
 	}
 	h.errorPage(c, status, http.StatusText(status), message)

@@ -63,24 +63,13 @@ func (h *Handler) costRequest(c *gin.Context, user *models.User, now time.Time) 
 
 // costProjects lists the projects where the user may read cost.
 func (h *Handler) costProjects(ctx context.Context, userID int64) ([]int64, []string, error) {
-	ms, err := h.store.MembershipsOfUser(ctx, userID)
+	ps, err := h.projectsReading(ctx, userID, authz.Cost)
 	if err != nil {
 		return nil, nil, err
 	}
 	var ids []int64
 	var names []string
-	for _, m := range ms {
-		perm, err := h.authz.InProject(ctx, userID, m.ProjectID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !perm.CanRead(authz.Cost) {
-			continue
-		}
-		p, err := h.store.ProjectByID(ctx, m.ProjectID)
-		if err != nil {
-			return nil, nil, err
-		}
+	for _, p := range ps {
 		ids, names = append(ids, p.ID), append(names, p.Name)
 	}
 	slices.Sort(names)

@@ -20,7 +20,7 @@ func (h *Handler) JobCreate(c *gin.Context) {
 	if err == nil {
 		var j *models.Job
 		if j, err = h.jobs.Submit(c.Request.Context(), user, spec); err == nil {
-			c.JSON(http.StatusCreated, jobView(j, spec.Project))
+			c.JSON(http.StatusCreated, jobView(j, spec.Project, user.Username))
 			return
 		}
 	}

@@ -15,6 +15,7 @@ type jobJSON struct {
 	ID            int64             `json:"id"`
 	Name          string            `json:"name"`
 	Project       string            `json:"project"`
+	User          string            `json:"user"`
 	State         string            `json:"state"`
 	StateReason   string            `json:"state_reason,omitempty"`
 	PendingReason string            `json:"pending_reason,omitempty"`
@@ -59,10 +60,10 @@ type allocationJSON struct {
 	EndedAt    *time.Time        `json:"ended_at"`
 }
 
-// jobView renders j; project is its project's name.
-func jobView(j *models.Job, project string) jobJSON {
+// jobView renders j; project and user name its project and submitter.
+func jobView(j *models.Job, project, user string) jobJSON {
 	v := jobJSON{
-		ID: j.ID, Name: j.Name, Project: project, State: j.State, StateReason: j.StateReason,
+		ID: j.ID, Name: j.Name, Project: project, User: user, State: j.State, StateReason: j.StateReason,
 		PendingReason: j.PendingReason, Image: j.ImageRef, PriorityClass: j.PriorityClass,
 		Preemptible: j.Preemptible, Spot: j.Spot, Replicas: j.Replicas, MaxRetries: j.MaxRetries,
 		Retries: j.Retries, Attempt: j.Attempt, ExitCode: j.ExitCode, SubmittedAt: j.SubmittedAt,
@@ -86,7 +87,11 @@ func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error)
 	if err != nil {
 		return jobJSON{}, err
 	}
-	v := jobView(j, p.Name)
+	users, err := h.store.UsernamesByID(ctx, []int64{j.UserID})
+	if err != nil {
+		return jobJSON{}, err
+	}
+	v := jobView(j, p.Name, users[j.UserID])
 	events, err := h.jobs.Events(ctx, j.ID)
 	if err != nil {
 		return jobJSON{}, err

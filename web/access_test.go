@@ -227,6 +227,7 @@ var routeAccess = map[string]string{
 	"GET /admin/feedback.csv":                        "platform:read",
 	"GET /admin/audit":                               "audit:read",
 	"GET /admin/audit/export":                        "audit:read",
+	"GET /api/v1/jobs":                               "signed-in",
 	"POST /api/v1/jobs":                              "jobs:write",
 	"GET /api/v1/jobs/:id":                           "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",

@@ -46,6 +46,7 @@ type refusal struct {
 	status   int
 	code     string
 	message  string
+	field    string // the request part at fault, for API error bodies
 	project  *int64
 	location string
 }
@@ -246,11 +247,11 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 	case fromJob:
 		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 		if err != nil || id <= 0 {
-			return nil, &refusal{status: http.StatusBadRequest, code: "invalid", message: "a job id is a positive integer"}
+			return nil, &refusal{status: http.StatusBadRequest, code: "invalid", message: "a job id is a positive integer", field: "id"}
 		}
 		j, err := g.store.JobByID(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id")}
+			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id"), field: "id"}
 		}
 		if err != nil {
 			return nil, g.internal(c, err)
@@ -263,7 +264,7 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 	}
 	p, err := g.store.ProjectByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name)}
+		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name), field: "project"}
 	}
 	if err != nil {
 		return nil, g.internal(c, err)
@@ -280,25 +281,25 @@ func bodyProject(c *gin.Context) (string, *refusal) {
 		if name := c.Request.PostFormValue("project"); name != "" {
 			return name, nil
 		}
-		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "project: name the project"}
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "the project field is missing: name the project", field: "project"}
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return "", &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("the body is larger than %d KiB", maxBody>>10)}
+		return "", &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("the body is larger than %d KiB", maxBody>>10), field: "body"}
 	}
 	if err != nil {
-		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body could not be read: " + err.Error()}
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body could not be read: " + err.Error(), field: "body"}
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	var v struct {
 		Project string `json:"project"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
-		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body is not valid JSON: " + err.Error()}
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body is not valid JSON: " + err.Error(), field: "body"}
 	}
 	if v.Project == "" {
-		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "project: name the project"}
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "the project field is missing: name the project", field: "project"}
 	}
 	return v.Project, nil
 }
@@ -327,7 +328,7 @@ func (g *gate) refuse(c *gin.Context, r refusal) {
 	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound {
 		g.audited(c, r)
 	}
-	g.h.Refuse(c, r.status, r.code, r.message)
+	g.h.Refuse(c, r.status, r.code, r.message, r.field)
 }
 
 // audited records a refusal; the request itself changes nothing.

@@ -61,6 +61,9 @@ func routes(h *handlers.Handler) []route {
 		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},
 		{"DELETE", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberDestroy},
 
+		// The jobs list shows only jobs of projects where the caller reads jobs (all for
+		// admins and auditors): the handler narrows it, as the cost page does.
+		{"GET", "/api/v1/jobs", SignedIn(), h.JobsAPIIndex},
 		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},

@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/jobs"
+)
+
+// jobsQuery reads the jobs list's filters, sort and cursor from the query string.
+func jobsQuery(c *gin.Context) jobs.ListQuery {
+	return jobs.ListQuery{
+		States: c.QueryArray("state"), Projects: c.QueryArray("project"), User: c.Query("user"), Image: c.Query("image"),
+		From: c.Query("from"), To: c.Query("to"), Sort: c.Query("sort"), Cursor: c.Query("cursor"), Limit: c.Query("limit"),
+	}
+}
+
+// JobsAPIIndex lists the jobs the caller may read, one page at a time: filters
+// state, project, user, image, from, to; sort; limit; cursor (next_cursor of the
+// page before, null on the last page).
+func (h *Handler) JobsAPIIndex(c *gin.Context) {
+	user := currentUser(c)
+	if user == nil {
+		return
+	}
+	scope, err := h.jobScope(c, user)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	page, err := h.jobs.List(c.Request.Context(), scope, jobsQuery(c))
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	out := make([]jobJSON, len(page.Jobs))
+	for i := range page.Jobs {
+		j := &page.Jobs[i]
+		out[i] = jobView(j, page.ProjectNames[j.ProjectID], page.Usernames[j.UserID])
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	c.JSON(http.StatusOK, gin.H{"jobs": out, "next_cursor": next})
+}
