@@ -27,7 +27,7 @@ func (h *Handler) AuditIndex(c *gin.Context) {
 	f, err := h.audit.Filter(ctx, q)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		d.Error, d.Field = capitalize(fe.Field)+": "+fe.Message+".", fe.Field
+		d.Error, d.Field = fieldMessage(fe), fe.Field
 		render(c, http.StatusBadRequest, templates.Audit(h.page(c, "Audit log", ""), d))
 		return
 	}
@@ -83,7 +83,7 @@ func (h *Handler) AuditExport(c *gin.Context) {
 	f, err := h.audit.Filter(ctx, q)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		h.errorPage(c, http.StatusBadRequest, "Bad filter", capitalize(fe.Field)+": "+fe.Message+".")
+		h.errorPage(c, http.StatusBadRequest, "Bad filter", fieldMessage(fe))
 		return
 	}
 	if err != nil {

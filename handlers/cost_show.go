@@ -39,7 +39,7 @@ func (h *Handler) CostShow(c *gin.Context) {
 	}
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		d.Error, d.Field = capitalize(fe.Field)+": "+fe.Message+".", fe.Field
+		d.Error, d.Field = fieldMessage(fe), fe.Field
 		render(c, http.StatusBadRequest, templates.Cost(h.page(c, "Cost", "cost"), d))
 		return
 	}
@@ -54,7 +54,7 @@ func (h *Handler) CostShow(c *gin.Context) {
 	ctx := c.Request.Context()
 	rows, err := acc.Rollup(ctx, v.query)
 	if errors.As(err, &fe) {
-		d.Error, d.Field = capitalize(fe.Field)+": "+fe.Message+".", fe.Field
+		d.Error, d.Field = fieldMessage(fe), fe.Field
 		render(c, http.StatusBadRequest, templates.Cost(h.page(c, "Cost", "cost"), d))
 		return
 	}

@@ -29,7 +29,7 @@ func (h *Handler) FeedbackCreate(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		h.renderFeedbackBoard(c, http.StatusBadRequest, templates.FeedbackBoardData{Form: form, Error: capitalize(fe.Field) + ": " + fe.Message + ".", Field: fe.Field})
+		h.renderFeedbackBoard(c, http.StatusBadRequest, templates.FeedbackBoardData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
 		return
 	case err != nil:
 		h.serverError(c, err)

@@ -70,7 +70,7 @@ func (h *Handler) FeedbackAnswer(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		h.renderFeedbackItem(c, http.StatusBadRequest, "", capitalize(fe.Field)+": "+fe.Message+".")
+		h.renderFeedbackItem(c, http.StatusBadRequest, "", fieldMessage(fe))
 		return
 	case err != nil:
 		h.serverError(c, err)

@@ -28,7 +28,7 @@ func (h *Handler) ImageCreate(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		h.renderImages(c, http.StatusBadRequest, templates.ImagesData{Form: form, Error: capitalize(fe.Field) + ": " + fe.Message + ".", Field: fe.Field})
+		h.renderImages(c, http.StatusBadRequest, templates.ImagesData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
 		return
 	case err != nil:
 		h.serverError(c, err)

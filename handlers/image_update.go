@@ -49,7 +49,7 @@ func (h *Handler) imageUpdateFailed(c *gin.Context, err error) bool {
 	case errors.As(err, &fe) && fe.Field == "image":
 		h.errorPage(c, http.StatusNotFound, "No such image", capitalize(fe.Message)+".")
 	case errors.As(err, &fe):
-		h.errorPage(c, http.StatusBadRequest, "Bad request", capitalize(fe.Field)+": "+fe.Message+".")
+		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
 	default:
 		h.serverError(c, err)
 	}

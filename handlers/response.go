@@ -8,6 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/templates"
 )
@@ -43,6 +44,11 @@ func render(c *gin.Context, status int, comp templ.Component) {
 // jsonError answers an API request with a consistent error body.
 func jsonError(c *gin.Context, status int, code, message, field string) {
 	c.AbortWithStatusJSON(status, gin.H{"error": APIError{Code: code, Message: message, Field: field}})
+}
+
+// fieldMessage says a field error as a sentence for a page: "State: … ."
+func fieldMessage(fe *models.FieldError) string {
+	return capitalize(fe.Field) + ": " + fe.Message + "."
 }
 
 // errorPage answers a browser with an error page that says what to do next.

@@ -33,7 +33,7 @@ func (h *Handler) TokenCreate(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		d.Error, d.Field = capitalize(fe.Field)+": "+fe.Message+".", fe.Field
+		d.Error, d.Field = fieldMessage(fe), fe.Field
 		h.renderTokens(c, http.StatusBadRequest, d)
 		return
 	case err != nil:
