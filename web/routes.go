@@ -39,6 +39,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
 
+		{"GET", "/jobs", SignedIn(), h.JobsIndex},
 		{"GET", "/images", SignedIn(), h.ImagesIndex},
 		{"GET", "/api/v1/images", SignedIn(), h.ImagesAPIIndex},
 		{"POST", "/admin/images", Global(authz.Platform, authz.Write), h.ImageCreate},

@@ -1,0 +1,111 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// JobsIndex shows the jobs list with its filters; an htmx request (a filter change)
+// gets only the results.
+func (h *Handler) JobsIndex(c *gin.Context) {
+	user := currentUser(c)
+	if user == nil {
+		return
+	}
+	ctx := c.Request.Context()
+	q := jobsQuery(c)
+	d := templates.JobsData{
+		Filter: templates.JobsFilter{State: c.Query("state"), Project: c.Query("project"), User: q.User, Image: q.Image,
+			From: q.From, To: q.To, Sort: q.Sort},
+		States: models.JobStates, Sorts: jobs.Sorts, Paged: q.Cursor != "", Me: user.Username,
+	}
+	if d.Filter.Sort == "" {
+		d.Filter.Sort = jobs.DefaultSort
+	}
+	scope, err := h.jobScope(c, user)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if d.Projects, err = h.projectNames(c, scope); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.NoProjects = !scope.All && len(scope.ProjectIDs) == 0
+	status := http.StatusOK
+	page, err := h.jobs.List(ctx, scope, q)
+	var fe *models.FieldError
+	switch {
+	case errors.As(err, &fe):
+		status, d.Error, d.Field = http.StatusBadRequest, fieldMessage(fe), fe.Field
+	case err != nil:
+		h.serverError(c, err)
+		return
+	}
+	for _, j := range page.Jobs {
+		d.Jobs = append(d.Jobs, templates.JobRow{
+			ID: j.ID, Name: j.Name, Project: page.ProjectNames[j.ProjectID], User: page.Usernames[j.UserID],
+			State: j.State, StateReason: j.StateReason, Image: imageLabel(j), GPUs: gpuLabel(j),
+			Submitted: j.SubmittedAt.UTC().Format("2006-01-02 15:04"),
+		})
+	}
+	d.Next = page.NextCursor
+	// The fragment and the page live at one URL: caches must keep them apart.
+	c.Header("Vary", "HX-Request")
+	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
+		render(c, status, templates.JobResults(d))
+		return
+	}
+	render(c, status, templates.Jobs(h.page(c, "Jobs", "jobs"), d))
+}
+
+// projectNames names the projects of scope, for the project filter.
+func (h *Handler) projectNames(c *gin.Context, scope jobs.Scope) ([]string, error) {
+	ps, err := h.store.Projects(c.Request.Context())
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range ps {
+		if scope.All || slices.Contains(scope.ProjectIDs, p.ID) {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
+}
+
+// gpuLabel says what a job asks of GPUs: a count, a share of one, or a MIG slice.
+func gpuLabel(j models.Job) string {
+	switch {
+	case j.MIGProfile != "":
+		return "MIG " + j.MIGProfile
+	case j.GPUMilli > 0:
+		return strconv.FormatFloat(float64(j.GPUMilli)/1000, 'f', -1, 64) + " of 1"
+	case j.GPUs == 0:
+		return "none"
+	}
+	label := strconv.Itoa(j.GPUs)
+	if j.GPUModel != "" {
+		label += " × " + j.GPUModel
+	}
+	return label
+}
+
+// imageLabel is the job's image reference; jobs on their project's default have none.
+func imageLabel(j models.Job) string {
+	switch {
+	case j.ImageRef != "":
+		return j.ImageRef
+	case j.ImageID != nil:
+		return "project default"
+	}
+	return "–"
+}
