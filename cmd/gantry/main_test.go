@@ -129,6 +129,10 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		{"bad env value", []string{"GANTRY_LOG_LEVEL=loud"}, []string{"migrate", "--data-dir", t.TempDir()}, 2, `--log-level "loud"`},
 		{"healthcheck of nothing", nil, []string{"healthcheck", "--addr", closed.Addr().String()}, 1, "probe /healthz"},
 		{"unknown config key", nil, []string{"serve", "--config", badConfig}, 2, `unknown setting "adr"`},
+		{"no metering", nil, []string{"serve", "--data-dir", t.TempDir(), "--meter-every", "0s"}, 2, "--meter-every 0s: want more than 0 and at most 1h"},
+		{"e-mail without a server", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-from", "gantry@example.com"}, 2, "--smtp-from, --smtp-user and GANTRY_SMTP_PASSWORD need --smtp-host"},
+		{"bad sender", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-host", "mail.example", "--smtp-from", "gantry"}, 2, `--smtp-from "gantry": want an e-mail address`},
+		{"password without user", []string{"GANTRY_SMTP_PASSWORD=s3cret"}, []string{"serve", "--data-dir", t.TempDir(), "--smtp-host", "mail.example", "--smtp-from", "gantry@example.com"}, 2, "--smtp-user and GANTRY_SMTP_PASSWORD go together"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

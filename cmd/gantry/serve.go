@@ -15,6 +15,7 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 	var db dbOpts
 	var auth authOpts
 	var disp dispatchOpts
+	var cost costOpts
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -35,6 +36,9 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 			if err != nil {
 				return err
 			}
+			if err := cost.check(); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -51,13 +55,13 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			dctx, stopDispatch := context.WithCancel(ctx)
-			d, dispatchStopped, err := disp.startDispatch(dctx, st, log, db.dataDir, ln.Addr())
+			plane, err := disp.startDispatch(dctx, st, log, db.dataDir, ln.Addr(), &cost, auth.publicURL)
 			if err != nil {
 				stopDispatch()
 				return err
 			}
-			defer func() { stopDispatch(); dispatchStopped() }()
-			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: d,
+			defer func() { stopDispatch(); plane.wait() }()
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch,
 				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)
@@ -70,6 +74,7 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 	db.addFlags(cmd)
 	auth.addFlags(cmd)
 	disp.addFlags(cmd)
+	cost.addFlags(cmd)
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/scheduler"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -41,48 +42,63 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
 }
 
-// startDispatch runs the dispatch loop and, unless turned off, a node agent for
-// this machine, until ctx ends; wait returns once both stopped. Jobs the local
-// agent runs keep running across a restart of the server.
-func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr) (*dispatch.Service, func(), error) {
+// controlPlane is what serve's leader runs, for the router to call too.
+type controlPlane struct {
+	dispatch   *dispatch.Service
+	governance *governance.Service
+	// wait returns once every loop stopped.
+	wait func()
+}
+
+// startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
+// GPU telemetry's roll-ups, cost metering and the anomaly rules, and, unless turned
+// off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
+// running across a restart of the server.
+func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr, cost *costOpts, publicURL string) (*controlPlane, error) {
 	cfg := dispatch.DefaultConfig()
 	cfg.NodeTimeout, cfg.HeartbeatInterval = o.nodeTimeout, o.heartbeatInterval
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
+		return nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
 	}
 	sched, err := productionScheduler(ctx, st)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	tel, err := telemetry.New(st, telemetry.Config{})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	al := audit.New(st, time.Now)
 	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: sched, Audit: al, Telemetry: tel, Now: time.Now, Log: log.With("component", "dispatch")}, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	acc, gov, err := cost.services(st, tel, d, log, publicURL)
+	if err != nil {
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// Dispatch, and GPU telemetry's roll-ups beside it, run on one replica: the leader.
 		lead(ctx, st, log, func(lctx context.Context) {
 			var loops sync.WaitGroup
-			loops.Add(2)
-			go func() { defer loops.Done(); d.Run(lctx) }()
-			go func() {
-				defer loops.Done()
-				tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry"))
-			}()
+			for _, loop := range []func(){
+				func() { d.Run(lctx) },
+				func() { tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry")) },
+				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },
+				func() { gov.Run(lctx, time.Now, cost.rulesEvery) },
+			} {
+				loops.Add(1)
+				go func() { defer loops.Done(); loop() }()
+			}
 			loops.Wait()
 		})
 	}()
 	if !o.noLocalAgent {
 		a, gpus, err := o.localAgent(ctx, st, al, log.With("component", "local-agent"), dataDir, addr)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		wg.Add(1)
 		go func() {
@@ -93,7 +109,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 			}
 		}()
 	}
-	return d, wg.Wait, nil
+	return &controlPlane{dispatch: d, governance: gov, wait: wg.Wait}, nil
 }
 
 // lead runs fn whenever this replica holds the leader lock, until ctx ends; a
@@ -109,7 +125,7 @@ func lead(ctx context.Context, st *store.Store, log *slog.Logger, fn func(contex
 			}
 			continue
 		}
-		log.Info("this replica leads: it runs dispatch")
+		log.Info("this replica leads: it runs dispatch, metering and rules")
 		fn(lctx)
 		release()
 		if ctx.Err() == nil {

@@ -1,6 +1,9 @@
 package accounting_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +219,55 @@ func TestConcurrentMeteringChargesOnce(t *testing.T) {
 		}
 		h.checkAmounts(t)
 	})
+}
+
+// The metering loop charges an allocation to its end as soon as it is told one ended,
+// without waiting for its next round (an hour here).
+func TestRunMeteringChargesEndedAllocationsAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHistory(t, s)
+		ctx, cancel := context.WithCancel(h.ctx)
+		ended := make(chan struct{}, 1)
+		stopped := make(chan struct{})
+		defer func() { cancel(); <-stopped }()
+		go func() {
+			defer close(stopped)
+			h.acc.RunMetering(ctx, func() time.Time { return at(4, 10) }, time.Hour, ended, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		// The loop writes while the test reads, so read the daily ledger alone until done.
+		gpu := func() int64 {
+			rows, err := s.CostRollup(h.ctx, store.RollupQuery{By: store.ByResource, From: t0, To: t0.AddDate(0, 0, 1), JobIDs: []int64{h.asr.ID}})
+			must(t, err)
+			var sum int64
+			for _, r := range rows {
+				if r.Name == models.ResourceGPU {
+					sum += r.AmountMicros
+				}
+			}
+			return sum
+		}
+		// 3/7 of (3 h x 7.00 + 1 h x 14.00) to 04:00 while it runs; 3/7 x 0.1 h x 14.00 more once it ended at 04:06.
+		waitFor(t, func() bool { return gpu() == 15_000_000 })
+		a, err := s.AllocationByAttempt(h.ctx, h.asr.ID, 1, 0)
+		must(t, err)
+		must(t, s.UpdateAllocation(h.ctx, a.ID, []string{models.AllocRunning}, store.AllocationChange{State: models.AllocEnded, EndedAt: tp(at(4, 6))}))
+		ended <- struct{}{}
+		waitFor(t, func() bool { return gpu() == 15_600_000 })
+		cancel()
+		<-stopped
+		if got := h.jobCost(h.asr); got["gpu"] != 15_600_000 || len(got) != 1 {
+			t.Errorf("asr charged %v, want gpu 15600000", got)
+		}
+	})
+}
+
+// waitFor polls cond until it holds, failing after ten seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+	}
 }

@@ -215,3 +215,13 @@ func (e *env) auditActions() []string {
 }
 
 func code(n int) *int { return &n }
+
+// ended drains the service's signal that allocations ended, and reports whether it was set.
+func ended(s *dispatch.Service) bool {
+	select {
+	case <-s.Ended():
+		return true
+	default:
+		return false
+	}
+}

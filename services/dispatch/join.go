@@ -147,6 +147,9 @@ func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.
 		return agentapi.JoinResponse{}, fmt.Errorf("join node %s: %w", req.Name, err)
 	}
 	s.nodes.notify(touched...)
+	if action == "node.rejoined" {
+		s.signalEnded()
+	}
 	s.Kick()
 	s.log.Info("node joined", "node", node.Name, "gpus", len(req.Inventory.Devices), "simulated", req.Inventory.Simulated)
 	return agentapi.JoinResponse{NodeID: node.ID, Name: node.Name, Credential: credential, Timing: s.timing()}, nil

@@ -43,6 +43,9 @@ func TestScheduleStartLogsAndSucceed(t *testing.T) {
 		ref := l.AttemptRef
 		e.mustReport(n, ref, agentapi.EventStarted, nil)
 		e.mustReport(n, ref, agentapi.EventStarted, nil) // a retried report is harmless
+		if ended(e.svc) {
+			t.Error("a start signalled an ended allocation")
+		}
 		if running := e.wantState(j.ID, models.JobRunning); running.StartedAt == nil {
 			t.Fatal("running job has no start time")
 		}
@@ -90,6 +93,9 @@ func TestScheduleStartLogsAndSucceed(t *testing.T) {
 
 		e.mustReport(n, ref, agentapi.EventExited, code(0))
 		e.mustReport(n, ref, agentapi.EventExited, code(0)) // a retried report is harmless
+		if !ended(e.svc) {
+			t.Error("the exit did not signal an ended allocation, so metering would wait for its next round")
+		}
 		done := e.wantState(j.ID, models.JobSucceeded)
 		if done.ExitCode == nil || *done.ExitCode != 0 || done.FinishedAt == nil {
 			t.Fatalf("succeeded job = %+v", done)

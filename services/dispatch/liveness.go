@@ -54,6 +54,7 @@ func (s *Service) markLostNodes(ctx context.Context) (int, error) {
 		}
 		lost++
 		s.nodes.notify(touched...)
+		s.signalEnded()
 		s.log.Warn("node lost", "node", n.Name, "reason", why)
 	}
 	return lost, nil

@@ -35,12 +35,16 @@ func TestLostNodeRequeuesAndIsFencedOnReturn(t *testing.T) {
 		e.svc.Tick(e.ctx)
 		e.wantState(j.ID, models.JobRunning) // 20 s of silence is within the timeout
 
+		ended(e.svc)
 		e.clock.advance(15 * time.Second)
 		e.heartbeat(b)
 		e.svc.Tick(e.ctx)
 		lost, _ := st.NodeByID(e.ctx, a.ID)
 		if lost.State != models.NodeLost || !strings.Contains(lost.StateReason, "sent no heartbeat for 35s") {
 			t.Fatalf("silent node = %s (%s)", lost.State, lost.StateReason)
+		}
+		if !ended(e.svc) {
+			t.Error("losing a node did not signal that its allocations ended")
 		}
 		got := e.wantState(j.ID, models.JobScheduled)
 		if got.Attempt != 2 || got.Retries != 1 {

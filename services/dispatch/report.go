@@ -49,6 +49,7 @@ func (s *Service) Report(ctx context.Context, node *models.Node, r agentapi.Repo
 	}
 	s.nodes.notify(touched...)
 	if r.Event == agentapi.EventExited {
+		s.signalEnded()
 		s.Kick()
 	}
 	return nil

@@ -79,6 +79,7 @@ type Service struct {
 	cfg       Config
 	started   time.Time
 	kick      chan struct{}
+	ended     chan struct{}
 	nodes     *notifier
 }
 
@@ -117,6 +118,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		cfg:       cfg,
 		started:   d.Now().UTC(),
 		kick:      make(chan struct{}, 1),
+		ended:     make(chan struct{}, 1),
 		nodes:     newNotifier(),
 	}, nil
 }
@@ -125,6 +127,18 @@ func New(d Deps, cfg Config) (*Service, error) {
 func (s *Service) Kick() {
 	select {
 	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Ended receives soon after allocations that ran ended through this replica (an
+// agent reported an exit, a node was lost or joined again), so that metering can
+// charge them to their end at once rather than at its next round.
+func (s *Service) Ended() <-chan struct{} { return s.ended }
+
+func (s *Service) signalEnded() {
+	select {
+	case s.ended <- struct{}{}:
 	default:
 	}
 }

@@ -1,10 +1,12 @@
 package governance_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,6 +192,60 @@ func TestHangingWebhookTimesOut(t *testing.T) {
 		must(t, err)
 		if len(ds) != 1 || !strings.Contains(ds[0].LastError, "deadline exceeded") || !ds[0].NextAttemptAt.Equal(tue.Add(30*time.Second)) {
 			t.Errorf("delivery = %+v", ds)
+		}
+	})
+}
+
+// The loop of the leader evaluates and delivers every round: an alert goes out once to
+// each channel, however many rounds follow.
+func TestRunRaisesAndSendsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{})
+		e.rule(governance.RuleInput{Name: "team-cost-spike", Metric: "team_cost_ratio", Threshold: 200, WindowSec: 7 * 86400, Action: "notify",
+			Enabled: true, ChannelIDs: []int64{e.channels["slack"], e.channels["finops"]}})
+		for d := 1; d <= 7; d++ {
+			e.spend("detect", 10, tue.AddDate(0, 0, -d))
+		}
+		e.spend("detect", 30, tue.Add(-time.Hour))
+		var mu sync.Mutex
+		rounds := 0
+		clock := func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			rounds++
+			return tue
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); e.gov.Run(ctx, clock, time.Millisecond) }()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			n := rounds
+			mu.Unlock()
+			if n >= 20 { // ten rounds: an evaluation and a delivery each
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d clock reads in 10 s", n)
+			}
+		}
+		cancel()
+		<-stopped
+		hooks, mails := e.hook.received(), e.mail.received()
+		if len(hooks) != 1 || len(mails) != 1 {
+			t.Fatalf("after ten rounds: %d webhook posts and %d e-mails, want one each", len(hooks), len(mails))
+		}
+		alert := hooks[0]["alert"].(map[string]any)
+		if alert["rule"] != "team-cost-spike" || alert["scope"] != "team" || !strings.HasPrefix(alert["url"].(string), "https://gantry.example/alerts/") {
+			t.Errorf("webhook alert = %v", alert)
+		}
+		alerts, err := e.gov.Alerts(e.ctx, store.AlertFilter{})
+		must(t, err)
+		events, err := s.AuditEventsAfter(e.ctx, store.AuditFilter{Action: "alert.raised"}, 0, 10)
+		must(t, err)
+		if len(alerts) != 1 || len(events) != 1 || events[0].Actor != "system" {
+			t.Errorf("%d alerts and %d alert.raised events (%+v), want one each, by system", len(alerts), len(events), events)
 		}
 	})
 }
