@@ -213,6 +213,7 @@ var routeAccess = map[string]string{
 	"GET /cost":                                      "signed-in",
 	"GET /cost.csv":                                  "signed-in",
 	"GET /api/v1/me":                                 "signed-in",
+	"GET /api/v1/openapi.json":                       "public",
 	"GET /jobs":                                      "signed-in",
 	"GET /images":                                    "signed-in",
 	"GET /api/v1/images":                             "signed-in",

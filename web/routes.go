@@ -57,6 +57,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/admin/audit", Global(authz.Audit, authz.Read), h.AuditIndex},
 		{"GET", "/admin/audit/export", Global(authz.Audit, authz.Read), h.AuditExport},
 
+		// The API's description is no secret: tools read it before they hold a token.
+		{"GET", "/api/v1/openapi.json", Public(), h.OpenAPIShow},
 		{"GET", "/api/v1/me", SignedIn(), h.MeShow},
 		{"GET", "/api/v1/projects/:project/members", InProject(authz.Project, authz.Read), h.MembersIndex},
 		{"PUT", "/api/v1/projects/:project/members/:user", InProject(authz.Project, authz.Manage), h.MemberUpdate},
