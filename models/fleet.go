@@ -31,8 +31,72 @@ type NodePool struct {
 	MaxNodes       int
 	Template       string // JSON node template
 	ProviderConfig string `json:"-"` // JSON, may hold secrets
+	// IdleTimeoutSec is how long a node may stay without work before it is scaled
+	// down; 0 takes the autoscaler's default.
+	IdleTimeoutSec int
+	// DrainStopsJobs lets scale-down checkpoint-stop what still runs on a draining node.
+	DrainStopsJobs bool
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+}
+
+// Pool instance states: what Gantry knows of a machine it asked a provider for.
+const (
+	InstanceRequested = "requested" // asked for; its agent has not joined yet
+	InstanceRunning   = "running"   // its agent joined
+	InstanceDeleting  = "deleting"  // asked to delete; the provider still lists it
+	InstanceDeleted   = "deleted"
+	InstanceFailed    = "failed" // never joined, or the provider lost it
+)
+
+// PoolInstance is a machine Gantry asked a pool's provider for. The provider's list
+// is reconciled against these rows, so a machine nobody asked for is deleted.
+type PoolInstance struct {
+	ID          int64
+	PoolID      int64
+	Name        string // the node name its agent joins as
+	ProviderID  string
+	State       string
+	StateReason string
+	JoinTokenID *int64
+	RequestedAt time.Time
+	JoinedAt    *time.Time
+	DeletedAt   *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Kinds of pool events.
+const (
+	PoolScaleUp   = "scale-up"
+	PoolScaleDown = "scale-down"
+	PoolDeleted   = "deleted"
+	PoolHeld      = "held-back" // a scale-up that limits, budgets or cool-downs stopped
+	PoolFailed    = "failed"
+	PoolReconcile = "reconcile"
+	PoolReclaim   = "reclaim"
+)
+
+// PoolEvent is one decision about a pool, with its reason in words.
+type PoolEvent struct {
+	ID     int64
+	PoolID *int64
+	At     time.Time
+	Kind   string
+	Nodes  int
+	Reason string
+	Detail string // JSON
+}
+
+// PoolSample is a pool's node count and the pending demand it could serve, at a time.
+type PoolSample struct {
+	ID              int64
+	PoolID          int64
+	At              time.Time
+	Nodes           int
+	Booting         int
+	PendingJobs     int
+	PendingGPUMilli int64 `gorm:"column:pending_gpu_milli"`
 }
 
 // Node is a machine that runs jobs through an agent (or a Slurm node, read-only).

@@ -46,6 +46,9 @@ const (
 	StopGovernance = "governance"
 	// StopReplica: another replica of the same gang attempt failed or was lost.
 	StopReplica = "replica"
+	// StopReclaim: the node's provider reclaims it (a spot interruption); the job
+	// checkpoints within the notice and resumes elsewhere.
+	StopReclaim = "reclaim"
 )
 
 // Report events.

@@ -66,12 +66,20 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 		for i := range jobs {
 			byID[jobs[i].ID] = &jobs[i]
 		}
+		window, err := s.reclaimWindow(ctx, nodeID, allocs)
+		if err != nil {
+			return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+		}
 		for _, a := range allocs {
 			j, ok := byID[a.JobID]
 			if !ok {
 				continue
 			}
-			l, err := lease(a, j, grace[j.PriorityClass])
+			g := grace[j.PriorityClass]
+			if a.StopReason == agentapi.StopReclaim && window != nil {
+				g = window(a, g)
+			}
+			l, err := lease(a, j, g)
 			if err != nil {
 				return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
 			}
@@ -135,7 +143,7 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 // checkpoints reports whether a stop for reason gives the job time to save a
 // checkpoint: it will resume. A cancelled job, or a replica whose gang failed, will not.
 func checkpoints(reason string) bool {
-	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance
+	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance || reason == agentapi.StopReclaim
 }
 
 func stopMessage(reason string) string {
@@ -150,6 +158,8 @@ func stopMessage(reason string) string {
 		return "another replica of this attempt failed"
 	case agentapi.StopGovernance:
 		return "a governance rule stopped the job; it is held until released, then resumes from its checkpoint"
+	case agentapi.StopReclaim:
+		return "the node's provider reclaims it (spot interruption); the job will resume elsewhere from its checkpoint"
 	}
 	return reason
 }

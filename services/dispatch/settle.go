@@ -60,6 +60,8 @@ func (s *Service) settle(ctx context.Context, tx *store.Store, jobID int64, atte
 			reason, msg = "drained", fmt.Sprintf("attempt %d stopped because its node drains; the job waits to resume from its checkpoint", attempt)
 		case agentapi.StopGovernance:
 			reason, msg = "governance", fmt.Sprintf("attempt %d was stopped by a governance rule", attempt)
+		case agentapi.StopReclaim:
+			reason, msg = "reclaimed", fmt.Sprintf("attempt %d stopped because its spot node is reclaimed; the job waits to resume from its checkpoint elsewhere", attempt)
 		}
 		err := tx.TransitionJob(ctx, jobID, store.Transition{From: job.State, To: models.JobQueued, Reason: reason, Message: msg, Actor: "system"})
 		if err != nil || requeue != agentapi.StopGovernance {
@@ -164,7 +166,13 @@ func (s *Service) endAllocations(ctx context.Context, tx *store.Store, node *mod
 	now := s.now().UTC()
 	touched := []int64{node.ID}
 	for _, a := range allocs {
-		err := tx.UpdateAllocation(ctx, a.ID, []string{a.State}, store.AllocationChange{State: models.AllocEnded, StopReason: &reason, EndedAt: &now})
+		why := reason
+		if a.State == models.AllocStopping && checkpoints(a.StopReason) {
+			// Asked to checkpoint and stop before the node went (a spot node's
+			// machine is taken at its deadline): the job resumes, it did not fail.
+			why = a.StopReason
+		}
+		err := tx.UpdateAllocation(ctx, a.ID, []string{a.State}, store.AllocationChange{State: models.AllocEnded, StopReason: &why, EndedAt: &now})
 		if err != nil {
 			return nil, err
 		}

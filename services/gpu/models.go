@@ -98,6 +98,13 @@ func KnownModels() []string {
 	return keys
 }
 
+// ModelMemoryMiB is the memory of a known model (by key, ignoring case), as NVML
+// reports it; false for a model Gantry does not know.
+func ModelMemoryMiB(key string) (int64, bool) {
+	m, ok := modelByKey(key)
+	return m.memoryMiB, ok
+}
+
 // modelByKey finds a model by its key, ignoring case.
 func modelByKey(key string) (model, bool) {
 	for _, m := range models {
