@@ -66,11 +66,13 @@ type Membership struct {
 	CreatedAt time.Time
 }
 
-// GroupMapping maps an identity-provider group to a team and project role, or to a global role.
+// GroupMapping maps an identity-provider group to a project role in one project
+// (ProjectID), in every project of a team (TeamID), or to a global role (neither).
 type GroupMapping struct {
 	ID        int64
 	Group     string `gorm:"column:group_name"`
 	ProjectID *int64
+	TeamID    *int64
 	Role      string
 	CreatedAt time.Time
 }

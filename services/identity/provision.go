@@ -175,15 +175,30 @@ func (s *Service) applyGroups(ctx context.Context, tx *store.Store, u *models.Us
 	az := s.authz.In(tx)
 	admin, auditor := u.IsAdmin, u.IsAuditor
 	best := map[int64]string{}
+	raise := func(projectID int64, role string) {
+		if r, ok := best[projectID]; !ok || stronger(role, r) {
+			best[projectID] = role
+		}
+	}
 	for _, m := range mappings {
 		switch {
-		case m.ProjectID == nil && m.Role == models.RoleAdmin:
+		case m.ProjectID == nil && m.TeamID == nil && m.Role == models.RoleAdmin:
 			admin = true
-		case m.ProjectID == nil && m.Role == models.RoleAuditor:
+		case m.ProjectID == nil && m.TeamID == nil && m.Role == models.RoleAuditor:
 			auditor = true
-		case m.ProjectID != nil && slices.Contains(models.ProjectRoles, m.Role):
-			if r, ok := best[*m.ProjectID]; !ok || stronger(m.Role, r) {
-				best[*m.ProjectID] = m.Role
+		case !slices.Contains(models.ProjectRoles, m.Role):
+		case m.ProjectID != nil:
+			raise(*m.ProjectID, m.Role)
+		case m.TeamID != nil:
+			// A team mapping reaches the team's projects as they are at this sign-in.
+			projects, err := tx.ProjectsOfTeam(ctx, *m.TeamID)
+			if err != nil {
+				return err
+			}
+			for _, p := range projects {
+				if !p.Archived {
+					raise(p.ID, m.Role)
+				}
 			}
 		}
 	}

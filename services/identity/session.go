@@ -23,12 +23,16 @@ var cookieShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 // that session ends, so a session id is never carried across a login.
 func (s *Service) StartSession(ctx context.Context, u *models.User, previous, userAgent string) (string, *models.Session, error) {
 	now := s.now().UTC()
+	ls, err := s.LoginSettings(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	if previous != "" {
 		if err := s.store.DeleteSession(ctx, digest(previous)); err != nil {
 			return "", nil, err
 		}
 	}
-	if _, err := s.store.DeleteDeadSessions(ctx, now, now.Add(-s.opts.SessionIdle)); err != nil {
+	if _, err := s.store.DeleteDeadSessions(ctx, now, now.Add(-ls.SessionIdle)); err != nil {
 		return "", nil, err
 	}
 	cookie := randomSecret(32)
@@ -38,7 +42,7 @@ func (s *Service) StartSession(ctx context.Context, u *models.User, previous, us
 	sess := &models.Session{
 		ID: digest(cookie), UserID: u.ID, CSRFToken: randomSecret(32),
 		IP: audit.ActorFrom(ctx).IP, UserAgent: userAgent,
-		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(s.opts.SessionAbsolute),
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(ls.SessionLifetime),
 	}
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return "", nil, err
@@ -59,13 +63,18 @@ func (s *Service) Session(ctx context.Context, cookie string) (*Principal, error
 	if err != nil {
 		return nil, err
 	}
+	ls, err := s.LoginSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
 	var dead string
 	switch {
-	case !now.Before(sess.ExpiresAt):
-		dead = fmt.Sprintf("session expired: sessions last at most %s", s.opts.SessionAbsolute)
-	case now.Sub(sess.LastSeenAt) > s.opts.SessionIdle:
-		dead = fmt.Sprintf("session expired after %s without use", s.opts.SessionIdle)
+	// A lifetime shortened since the session began holds for it too.
+	case !now.Before(sess.ExpiresAt) || !now.Before(sess.CreatedAt.Add(ls.SessionLifetime)):
+		dead = fmt.Sprintf("session expired: sessions last at most %s", ls.SessionLifetime)
+	case now.Sub(sess.LastSeenAt) > ls.SessionIdle:
+		dead = fmt.Sprintf("session expired after %s without use", ls.SessionIdle)
 	}
 	if dead != "" {
 		if err := s.store.DeleteSession(ctx, sess.ID); err != nil {

@@ -54,8 +54,11 @@ type AuditFilter struct {
 	Action    string
 	SourceIP  string
 	ProjectID *int64
-	Since     time.Time
-	Until     time.Time
+	// ObjectTypes keeps events about any of these kinds of object ("team", "user"…).
+	ObjectTypes []string
+	ObjectID    string
+	Since       time.Time
+	Until       time.Time
 }
 
 func (f AuditFilter) apply(q *gorm.DB) *gorm.DB {
@@ -70,6 +73,12 @@ func (f AuditFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.ProjectID != nil {
 		q = q.Where("project_id = ?", *f.ProjectID)
+	}
+	if len(f.ObjectTypes) > 0 {
+		q = q.Where("object_type IN ?", f.ObjectTypes)
+	}
+	if f.ObjectID != "" {
+		q = q.Where("object_id = ?", f.ObjectID)
 	}
 	if !f.Since.IsZero() {
 		q = q.Where("at >= ?", f.Since.UTC())

@@ -26,3 +26,33 @@ func (s *Store) GroupMappingsFor(ctx context.Context, groups []string) ([]models
 	}
 	return out, nil
 }
+
+// GroupMappings returns every mapping, by group name.
+func (s *Store) GroupMappings(ctx context.Context) ([]models.GroupMapping, error) {
+	var out []models.GroupMapping
+	if err := s.with(ctx).Order("group_name, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list group mappings: %w", err)
+	}
+	return out, nil
+}
+
+// GroupMappingByID returns the mapping with id.
+func (s *Store) GroupMappingByID(ctx context.Context, id int64) (*models.GroupMapping, error) {
+	var m models.GroupMapping
+	if err := translate(s.with(ctx).First(&m, id).Error); err != nil {
+		return nil, fmt.Errorf("group mapping %d: %w", id, err)
+	}
+	return &m, nil
+}
+
+// DeleteGroupMapping removes the mapping with id; a missing one is ErrNotFound.
+func (s *Store) DeleteGroupMapping(ctx context.Context, id int64) error {
+	res := s.with(ctx).Delete(&models.GroupMapping{}, id)
+	if res.Error != nil {
+		return fmt.Errorf("delete group mapping %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("delete group mapping %d: %w", id, ErrNotFound)
+	}
+	return nil
+}

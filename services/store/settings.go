@@ -44,3 +44,16 @@ func (s *Store) SettingOrInit(ctx context.Context, key, init string) (string, er
 	v, _, err := s.Setting(ctx, key)
 	return v, err
 }
+
+// Settings returns the values of those of keys that were ever set.
+func (s *Store) Settings(ctx context.Context, keys ...string) (map[string]string, error) {
+	var rows []models.Setting
+	if err := s.with(ctx).Where("key IN ?", keys).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read settings %v: %w", keys, err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Value
+	}
+	return out, nil
+}

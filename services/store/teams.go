@@ -114,3 +114,37 @@ func (s *Store) ProjectNamesByID(ctx context.Context, ids []int64) (map[int64]st
 	}
 	return out, nil
 }
+
+// TeamByID returns the team with id.
+func (s *Store) TeamByID(ctx context.Context, id int64) (*models.Team, error) {
+	var t models.Team
+	if err := translate(s.with(ctx).First(&t, id).Error); err != nil {
+		return nil, fmt.Errorf("team %d: %w", id, err)
+	}
+	return &t, nil
+}
+
+// UpdateTeam saves every field of t.
+func (s *Store) UpdateTeam(ctx context.Context, t *models.Team) error {
+	if err := translate(s.with(ctx).Save(t).Error); err != nil {
+		return fmt.Errorf("update team %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// UpdateProject saves every field of p.
+func (s *Store) UpdateProject(ctx context.Context, p *models.Project) error {
+	if err := translate(s.with(ctx).Save(p).Error); err != nil {
+		return fmt.Errorf("update project %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// ProjectsOfTeam returns the team's projects ordered by name.
+func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Project, error) {
+	var out []models.Project
+	if err := s.with(ctx).Where("team_id = ?", teamID).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("projects of team %d: %w", teamID, err)
+	}
+	return out, nil
+}
