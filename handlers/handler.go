@@ -8,6 +8,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/identity"
@@ -29,6 +30,7 @@ type Handler struct {
 	metrics  http.Handler
 	images   *images.Service
 	feedback *feedback.Service
+	dir      *directory.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
 	secureCookies bool
 }
@@ -45,6 +47,8 @@ type Services struct {
 	Metrics  http.Handler
 	Images   *images.Service
 	Feedback *feedback.Service
+	// Directory changes teams, projects, people and group mappings.
+	Directory *directory.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
 	SecureCookies bool
 }
@@ -52,5 +56,5 @@ type Services struct {
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
 	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs,
-		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, secureCookies: svc.SecureCookies}
+		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, dir: svc.Directory, secureCookies: svc.SecureCookies}
 }

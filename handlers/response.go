@@ -28,6 +28,7 @@ func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
 	if pr := principal(c); pr != nil {
 		p.User = pr.User.Username
 		p.Auditor = permission(c).CanRead(authz.Audit)
+		p.Admin = permission(c).CanRead(authz.Platform)
 	}
 	return p
 }

@@ -44,3 +44,10 @@ func compatLabel(level string) string {
 	}
 	return "? unknown"
 }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

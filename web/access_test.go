@@ -137,6 +137,8 @@ func (m *matrix) fill(path string, own bool) string {
 			return "no-such-image"
 		case ":user":
 			return m.users["target"].Username
+		case ":team":
+			return "vision"
 		}
 		m.t.Fatalf("the matrix test does not know how to fill %s in %s: teach it in fill", p, path)
 		return ""
@@ -245,6 +247,27 @@ var routeAccess = map[string]string{
 	"GET /api/v1/projects/:project/members":          "project:read",
 	"PUT /api/v1/projects/:project/members/:user":    "project:manage",
 	"DELETE /api/v1/projects/:project/members/:user": "project:manage",
+
+	// The admin console: people and access.
+	"GET /projects":                                      "signed-in",
+	"GET /admin":                                         "platform:read",
+	"GET /admin/people":                                  "platform:read",
+	"POST /admin/people/:user/disable":                   "platform:write",
+	"POST /admin/people/:user/enable":                    "platform:write",
+	"POST /admin/people/:user/roles":                     "platform:write",
+	"GET /admin/teams":                                   "platform:read",
+	"POST /admin/teams":                                  "platform:write",
+	"POST /admin/teams/:team/archive":                    "platform:write",
+	"POST /admin/projects":                               "platform:write",
+	"GET /admin/projects/:project":                       "platform:read",
+	"POST /admin/projects/:project/archive":              "platform:write",
+	"POST /admin/projects/:project/members":              "platform:write",
+	"POST /admin/projects/:project/members/:user/remove": "platform:write",
+	"GET /admin/groups":                                  "platform:read",
+	"POST /admin/groups":                                 "platform:write",
+	"POST /admin/groups/:id/delete":                      "platform:write",
+	"GET /admin/settings":                                "platform:read",
+	"POST /admin/settings":                               "platform:write",
 }
 
 // projectScoped are the objects whose permissions hold per project.

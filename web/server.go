@@ -13,6 +13,7 @@ import (
 	"github.com/gantry-gpu/gantry/handlers"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/identity"
@@ -63,6 +64,11 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Metrics == nil {
 		cfg.Metrics = exporter.New(cfg.Store, now, exporter.Config{})
 	}
+	// A nil *dispatch.Service in the interface would not be a nil Stopper.
+	var stop directory.Stopper
+	if cfg.Dispatch != nil {
+		stop = cfg.Dispatch
+	}
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
 		Dispatch:      cfg.Dispatch,
 		Jobs:          jobs.New(cfg.Store, al, cfg.Dispatch),
@@ -72,6 +78,7 @@ func NewRouter(cfg Config) http.Handler {
 		Metrics:       cfg.Metrics,
 		Images:        images.New(cfg.Store, al),
 		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
+		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}

@@ -331,10 +331,32 @@ func TestSSOSignsInThroughTheProvider(t *testing.T) {
 		if m, _ := st.MembershipOf(ctx, ada.ID, project.ID); m.Role != models.RoleTeamLead {
 			t.Fatalf("the group mapping lowered a hand-granted role to %s", m.Role)
 		}
-		// Carol's groups make her an auditor platform-wide.
+		// Carol's groups make her an auditor platform-wide, and a viewer in every project
+		// of team research that is not archived.
+		research := &models.Team{Name: "research"}
+		if err := st.CreateTeam(ctx, research); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*models.Project{{TeamID: research.ID, Name: "lm"}, {TeamID: research.ID, Name: "vision"}, {TeamID: research.ID, Name: "old", Archived: true}} {
+			if err := st.CreateProject(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.CreateGroupMapping(ctx, &models.GroupMapping{Group: "platform-auditors", TeamID: &research.ID, Role: models.RoleViewer}); err != nil {
+			t.Fatal(err)
+		}
 		res, _ = signInAt(t, newBrowser(), s.srv.URL+"/auth/oidc/login", "carol", "pw-carol", s.pastCallback)
-		if carol, _ := st.UserByUsername(ctx, "carol"); res.StatusCode != http.StatusSeeOther || carol == nil || !carol.IsAuditor {
+		carol, _ := st.UserByUsername(ctx, "carol")
+		if res.StatusCode != http.StatusSeeOther || carol == nil || !carol.IsAuditor {
 			t.Fatalf("carol = %d %+v, want an auditor", res.StatusCode, carol)
+		}
+		roles, _ := st.ProjectRolesOfUser(ctx, carol.ID)
+		var got []string
+		for _, r := range roles {
+			got = append(got, r.Project+":"+r.Role)
+		}
+		if strings.Join(got, ",") != "default:member,lm:viewer,vision:viewer" {
+			t.Errorf("carol's project roles = %v, want member of default and viewer of research's live projects", got)
 		}
 		// Signing out ends the Gantry session and sends the browser to the provider's end-session endpoint.
 		token := s.csrf(c, "/tokens")

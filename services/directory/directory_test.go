@@ -162,7 +162,7 @@ func TestDisableUser(t *testing.T) {
 		if _, err := w.dir.DisableUser(ctx, w.admin, "root", false); fieldOf(t, err) != "user" {
 			t.Errorf("disabling oneself: %v", err)
 		}
-		if _, err := w.dir.DisableUser(ctx, w.admin, "nobody", false); fieldOf(t, err) != "user" {
+		if _, err := w.dir.DisableUser(ctx, w.admin, "nobody", false); !errors.As(err, new(*directory.NotFoundError)) {
 			t.Errorf("disabling a missing user: %v", err)
 		}
 		d, err := w.dir.DisableUser(ctx, w.admin, "ada", false)
@@ -256,7 +256,7 @@ func TestGroupMappings(t *testing.T) {
 		if _, err := w.dir.DeleteGroupMapping(ctx, all[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.dir.DeleteGroupMapping(ctx, all[0].ID); fieldOf(t, err) != "mapping" {
+		if _, err := w.dir.DeleteGroupMapping(ctx, all[0].ID); !errors.As(err, new(*directory.NotFoundError)) {
 			t.Errorf("deleting twice: %v", err)
 		}
 		if n, _ := st.CountAuditEvents(ctx, store.AuditFilter{ObjectTypes: []string{"group_mapping"}}); n != 3 {

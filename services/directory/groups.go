@@ -143,7 +143,7 @@ func (s *Service) DeleteGroupMapping(ctx context.Context, id int64) (*GroupMappi
 	}
 	i := slices.IndexFunc(all, func(m GroupMapping) bool { return m.ID == id })
 	if i < 0 {
-		return nil, models.Invalid("mapping", "there is no group mapping %d", id)
+		return nil, &NotFoundError{Kind: "group mapping", Name: strconv.FormatInt(id, 10)}
 	}
 	m := all[i]
 	err = s.store.InTx(ctx, func(tx *store.Store) error {

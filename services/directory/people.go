@@ -27,7 +27,7 @@ type Disabled struct {
 func (s *Service) user(ctx context.Context, tx *store.Store, name string) (*models.User, error) {
 	u, err := tx.UserByUsername(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, models.Invalid("user", "there is no user %q", name)
+		return nil, &NotFoundError{Kind: "user", Name: name}
 	}
 	return u, err
 }
@@ -145,30 +145,46 @@ func (s *Service) SetGlobalRoles(ctx context.Context, by *models.User, name stri
 	return u, nil
 }
 
-// SetProjectRole gives the user called name a role in the project called project
-// (through authz, audited); role "" removes them from it.
+// SetProjectRole gives the user called name a role in the project called project, or
+// changes the role they have there (through authz, audited).
 func (s *Service) SetProjectRole(ctx context.Context, project, name, role string) (*models.User, *models.Project, error) {
+	u, p, err := s.userAndProject(ctx, name, project)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.authz.SetProjectRole(ctx, u, p, role); err != nil {
+		return nil, nil, fmt.Errorf("set the role of %s in %s: %w", name, project, err)
+	}
+	return u, p, nil
+}
+
+// RemoveFromProject takes the role of the user called name in the project away (audited).
+func (s *Service) RemoveFromProject(ctx context.Context, project, name string) (*models.User, *models.Project, error) {
+	u, p, err := s.userAndProject(ctx, name, project)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = s.authz.RemoveFromProject(ctx, u, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, models.Invalid("user", "%s is not a member of %s", name, project)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("remove %s from %s: %w", name, project, err)
+	}
+	return u, p, nil
+}
+
+func (s *Service) userAndProject(ctx context.Context, name, project string) (*models.User, *models.Project, error) {
+	p, err := s.store.ProjectByName(ctx, project)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, &NotFoundError{Kind: "project", Name: project}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	u, err := s.user(ctx, s.store, name)
 	if err != nil {
 		return nil, nil, err
-	}
-	p, err := s.store.ProjectByName(ctx, project)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, models.Invalid("project", "there is no project %q", project)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if role == "" {
-		err = s.authz.RemoveFromProject(ctx, u, p)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil, models.Invalid("user", "%s is not a member of %s", name, project)
-		}
-	} else {
-		err = s.authz.SetProjectRole(ctx, u, p, role)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("set the role of %s in %s: %w", name, project, err)
 	}
 	return u, p, nil
 }

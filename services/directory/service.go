@@ -35,6 +35,13 @@ func New(st *store.Store, log *audit.Log, az *authz.Authorizer, stop Stopper, no
 	return &Service{store: st, audit: log, authz: az, stop: stop, now: now}
 }
 
+// NotFoundError is an object named in a request that does not exist.
+type NotFoundError struct {
+	Kind, Name string
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("there is no %s %q", e.Kind, e.Name) }
+
 // nameRE is what team and project names look like: they appear in URLs, job specs and the CLI.
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
@@ -81,7 +88,7 @@ func (s *Service) SetTeamArchived(ctx context.Context, name string, archived boo
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		if t, err = tx.TeamByName(ctx, name); errors.Is(err, store.ErrNotFound) {
-			return models.Invalid("team", "there is no team %q", name)
+			return &NotFoundError{Kind: "team", Name: name}
 		} else if err != nil {
 			return err
 		}
@@ -164,7 +171,7 @@ func (s *Service) SetProjectArchived(ctx context.Context, name string, archived 
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		if p, err = tx.ProjectByName(ctx, name); errors.Is(err, store.ErrNotFound) {
-			return models.Invalid("project", "there is no project %q", name)
+			return &NotFoundError{Kind: "project", Name: name}
 		} else if err != nil {
 			return err
 		}

@@ -112,3 +112,41 @@ func (s *Store) MembersOfProject(ctx context.Context, projectID int64) ([]Member
 	}
 	return out, nil
 }
+
+// MemberCounts returns how many members each project has, by project id.
+func (s *Store) MemberCounts(ctx context.Context) (map[int64]int, error) {
+	var rows []struct {
+		ProjectID int64
+		N         int
+	}
+	if err := s.with(ctx).Model(&models.Membership{}).Select("project_id, COUNT(*) AS n").Group("project_id").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count members: %w", err)
+	}
+	out := make(map[int64]int, len(rows))
+	for _, r := range rows {
+		out[r.ProjectID] = r.N
+	}
+	return out, nil
+}
+
+// ProjectRolesOfUsers returns the project roles of each of the users, by project name.
+func (s *Store) ProjectRolesOfUsers(ctx context.Context, userIDs []int64) (map[int64][]ProjectRole, error) {
+	out := map[int64][]ProjectRole{}
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		UserID int64
+		ProjectRole
+	}
+	err := s.with(ctx).Raw(`SELECT m.user_id, p.id AS project_id, p.name AS project, t.name AS team, m.role
+		FROM memberships m JOIN projects p ON p.id = m.project_id JOIN teams t ON t.id = p.team_id
+		WHERE m.user_id IN ? ORDER BY p.name`, userIDs).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("project roles of %d users: %w", len(userIDs), err)
+	}
+	for _, r := range rows {
+		out[r.UserID] = append(out[r.UserID], r.ProjectRole)
+	}
+	return out, nil
+}

@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/directory"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// changesShown is how many audit events an admin page's "recent changes" shows.
+const changesShown = 10
+
+// recentChanges reads the newest audit events matching f for a page's "recent changes".
+func (h *Handler) recentChanges(ctx context.Context, f store.AuditFilter) ([]templates.ChangeRow, error) {
+	events, err := h.store.AuditEventsBefore(ctx, f, 0, changesShown)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.ChangeRow, len(events))
+	for i, e := range events {
+		out[i] = templates.ChangeRow{At: e.At.UTC().Format(time.DateTime), Actor: e.Actor, Action: e.Action,
+			Object: e.ObjectType + " " + e.ObjectID, Detail: e.Detail}
+	}
+	return out, nil
+}
+
+// confirmed reports whether a destructive form was confirmed; if not, it answers with a
+// page that asks, posting the same fields again with confirm=yes.
+func (h *Handler) confirmed(c *gin.Context, d templates.ConfirmData, fields ...string) bool {
+	if c.PostForm("confirm") == "yes" {
+		return true
+	}
+	d.Action = c.Request.URL.Path
+	for _, f := range fields {
+		d.Fields = append(d.Fields, templates.HiddenField{Name: f, Value: c.PostForm(f)})
+	}
+	render(c, http.StatusOK, templates.Confirm(h.page(c, d.Heading, "admin"), d))
+	return false
+}
+
+// canAdmin reports whether the caller may change what the console shows (auditors only look).
+func canAdmin(c *gin.Context) bool { return permission(c).CanWrite(authz.Platform) }
+
+// redirectNotice sends the browser to path with a notice to show there.
+func redirectNotice(c *gin.Context, path, notice string) {
+	c.Redirect(http.StatusSeeOther, path+"?notice="+url.QueryEscape(notice))
+}
+
+// boolField reads a form field that must be true or false, or answers 400.
+func (h *Handler) boolField(c *gin.Context, name string) (bool, bool) {
+	switch c.PostForm(name) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	h.errorPage(c, http.StatusBadRequest, "Bad request", capitalize(name)+" must be true or false.")
+	return false, false
+}
+
+// adminFailed answers a console action's error: a missing object is 404, other bad input
+// 400 with what is wrong; it reports whether there was an error.
+func (h *Handler) adminFailed(c *gin.Context, err error) bool {
+	var fe *models.FieldError
+	var nf *directory.NotFoundError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &nf):
+		h.errorPage(c, http.StatusNotFound, "Not found", capitalize(nf.Error())+".")
+	case errors.As(err, &fe):
+		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
+	default:
+		h.serverError(c, err)
+	}
+	return true
+}

@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// SettingsShow shows the sign-in settings.
+func (h *Handler) SettingsShow(c *gin.Context) {
+	ls, err := h.identity.LoginSettings(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.renderSettings(c, http.StatusOK, templates.SettingsData{Notice: c.Query("notice"), LocalLogin: ls.LocalLogin,
+		SessionIdle: ls.SessionIdle.String(), SessionLifetime: ls.SessionLifetime.String()})
+}
+
+func (h *Handler) renderSettings(c *gin.Context, status int, d templates.SettingsData) {
+	var err error
+	if d.Changes, err = h.recentChanges(c.Request.Context(), store.AuditFilter{ObjectTypes: []string{"setting"}}); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.SSO, d.CanAdmin = h.identity.SSOEnabled(), canAdmin(c)
+	render(c, status, templates.Settings(h.page(c, "Settings", "admin"), d))
+}
