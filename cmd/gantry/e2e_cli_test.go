@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// cliUser is a person at a terminal: their own home and config directory.
+type cliUser struct {
+	t   *testing.T
+	env []string
+	dir string
+}
+
+func newCLIUser(t *testing.T) cliUser {
+	home := t.TempDir()
+	return cliUser{t: t, dir: home, env: []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}}
+}
+
+// run runs the binary as this user with stdin, and returns stdout, stderr and the exit code.
+func (u cliUser) run(stdin string, args ...string) (string, string, int) {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(cleanEnv(), u.env...)
+	cmd.Dir = u.dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errb.String(), ee.ExitCode()
+	} else if err != nil {
+		u.t.Fatal(err)
+	}
+	return out.String(), errb.String(), 0
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (u cliUser) ok(args ...string) string {
+	u.t.Helper()
+	out, stderr, code := u.run("", args...)
+	if code != 0 {
+		u.t.Fatalf("gantry %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return out
+}
+
+// jobJSON runs a command with -o json (before any --) that answers one job.
+func (u cliUser) jobJSON(args ...string) cliJob {
+	u.t.Helper()
+	var j cliJob
+	at := len(args)
+	for i, a := range args {
+		if a == "--" {
+			at = i
+			break
+		}
+	}
+	out := u.ok(append(append(args[:at:at], "-o", "json"), args[at:]...)...)
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		u.t.Fatalf("gantry %s -o json: %v in %s", strings.Join(args, " "), err, out)
+	}
+	return j
+}
+
+// The CLI against a real server, as a user would: log in, submit from job.yaml and
+// from flags, follow the logs, list, show, cancel, look at images and nodes, in every
+// output format; bad input gets one line naming what is wrong.
+func TestCLIAgainstARealServer(t *testing.T) {
+	dir := t.TempDir()
+	url, _ := serveFor(t, dir, "--heartbeat-interval", "300ms")
+	token := apiToken(t, dir)
+	u := newCLIUser(t)
+
+	if _, stderr, code := u.run("", "job", "ls"); code != 1 || !strings.Contains(stderr, "not signed in: run gantry login") {
+		t.Fatalf("job ls before login: exit %d %q", code, stderr)
+	}
+	if _, stderr, code := u.run("gty_not-a-token\n", "login", "--server", url); code != 1 || !strings.Contains(stderr, "check the token with "+url) {
+		t.Fatalf("login with a bad token: exit %d %q", code, stderr)
+	}
+	if _, stderr, code := u.run(token+"\n", "login", "--server", "gantry.example.com"); code != 2 || !strings.Contains(stderr, `--server "gantry.example.com": want the server's URL`) {
+		t.Fatalf("login to a server without scheme: exit %d %q", code, stderr)
+	}
+	out, stderr, code := u.run(token+"\n", "login", "--server", url+"/")
+	if code != 0 || !strings.Contains(out, "Signed in to "+url+" as admin") {
+		t.Fatalf("login: exit %d %q %q", code, out, stderr)
+	}
+	cfg := filepath.Join(u.dir, ".config", "gantry", "cli.yaml")
+	info, err := os.Stat(cfg)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("config %s: %v, mode %v; want 0600", cfg, err, info.Mode())
+	}
+	var saved cliConfig
+	b, _ := os.ReadFile(cfg)
+	if err := yaml.Unmarshal(b, &saved); err != nil || saved.Server != url || saved.Token != token {
+		t.Fatalf("config holds %q, %v", b, err)
+	}
+
+	jobYAML := filepath.Join(u.dir, "job.yaml")
+	os.WriteFile(jobYAML, []byte(`project: default
+name: hello
+command: [/bin/sh, -c, "echo hi from $GANTRY_JOB_ID; sleep 0.5; echo bye"]
+env: {GREETING: hi}
+resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
+`), 0o600)
+	if out := u.ok("job", "submit", "-f", jobYAML); !strings.HasPrefix(out, "Submitted job ") || !strings.Contains(out, "gantry job logs -f") {
+		t.Fatalf("submit: %q", out)
+	}
+	hello := u.jobJSON("job", "submit", "-f", jobYAML, "--name", "hello-2")
+	if hello.Name != "hello-2" || hello.State != "queued" || hello.Resources.GPUs != 1 || hello.User != "admin" {
+		t.Fatalf("submit with an override = %+v", hello)
+	}
+	if logs := u.ok("job", "logs", "-f", strconv.FormatInt(hello.ID, 10)); logs != "hi from "+strconv.FormatInt(hello.ID, 10)+"\nbye\n" {
+		t.Fatalf("logs -f = %q", logs)
+	}
+	done := u.jobJSON("job", "get", strconv.FormatInt(hello.ID, 10))
+	if done.State != "succeeded" || done.ExitCode == nil || *done.ExitCode != 0 || len(done.Events) < 4 {
+		t.Fatalf("after logs -f ended: %+v", done)
+	}
+	if out := u.ok("job", "get", strconv.FormatInt(hello.ID, 10)); !strings.Contains(out, "State:") || !strings.Contains(out, "running → succeeded") {
+		t.Fatalf("get as a table: %s", out)
+	}
+	var asYAML struct {
+		ID    int64  `yaml:"id"`
+		State string `yaml:"state"`
+	}
+	if err := yaml.Unmarshal([]byte(u.ok("job", "get", strconv.FormatInt(hello.ID, 10), "-o", "yaml")), &asYAML); err != nil || asYAML.ID != hello.ID || asYAML.State != "succeeded" {
+		t.Fatalf("get -o yaml: %+v %v", asYAML, err)
+	}
+
+	sleeper := u.jobJSON("job", "submit", "--project", "default", "--name", "sleeper", "--gpus", "0", "--env", "A=1", "--", "sleep", "30")
+	if sleeper.Command[0] != "sleep" || sleeper.Resources.GPUs != 0 {
+		t.Fatalf("submit from flags = %+v", sleeper)
+	}
+	ls := u.ok("job", "ls")
+	lines := strings.Split(strings.TrimSpace(ls), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "sleeper") || !strings.Contains(lines[2], "hello-2") {
+		t.Fatalf("job ls:\n%s", ls)
+	}
+	var page struct {
+		Jobs []struct {
+			ID int64 `json:"id"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(u.ok("job", "ls", "--state", "succeeded", "--sort", "name", "-o", "json")), &page); err != nil || len(page.Jobs) != 2 || page.Jobs[1].ID != hello.ID {
+		t.Fatalf("ls --state succeeded --sort name: %+v %v", page, err)
+	}
+	out, stderr, _ = u.run("", "job", "ls", "--limit", "1")
+	if !strings.Contains(stderr, "More jobs: add --cursor ") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("a page of one: %q %q", out, stderr)
+	}
+	if out := u.ok("job", "cancel", strconv.FormatInt(sleeper.ID, 10)); !strings.Contains(out, "sleeper") {
+		t.Fatalf("cancel: %q", out)
+	}
+	if _, stderr, code := u.run("", "job", "cancel", strconv.FormatInt(hello.ID, 10)); code != 1 || !strings.Contains(stderr, "already ended") {
+		t.Fatalf("cancel a finished job: exit %d %q", code, stderr)
+	}
+	if out := u.ok("images", "ls"); !strings.Contains(out, "plain-command") || !strings.HasPrefix(out, "NAME") {
+		t.Fatalf("images ls: %q", out)
+	}
+	if out := u.ok("nodes", "ls"); !strings.Contains(out, "SIMULATED") || !strings.Contains(out, "-local") {
+		t.Fatalf("nodes ls: %q", out)
+	}
+	var nodes struct {
+		Nodes []struct{ Simulated bool } `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(u.ok("nodes", "ls", "-o", "json")), &nodes); err != nil || len(nodes.Nodes) != 1 || !nodes.Nodes[0].Simulated {
+		t.Fatalf("nodes ls -o json: %+v %v", nodes, err)
+	}
+
+	badYAML := filepath.Join(u.dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("project: [default\n"), 0o600)
+	unknown := filepath.Join(u.dir, "unknown.yaml")
+	os.WriteFile(unknown, []byte("project: default\nname: x\ncommand: [/bin/true]\ngpu: 1\n"), 0o600)
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"bad output":       {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
+		"unknown state":    {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
+		"bad cursor":       {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
+		"not an ID":        {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},
+		"no such job":      {[]string{"job", "get", "999"}, 1, "id: there is no job 999"},
+		"stray argument":   {[]string{"job", "ls", "extra"}, 2, `unexpected argument "extra"`},
+		"YAML syntax":      {[]string{"job", "submit", "-f", badYAML}, 2, "is not valid YAML"},
+		"unknown field":    {[]string{"job", "submit", "-f", unknown}, 1, "gpu:"},
+		"negative GPUs":    {[]string{"job", "submit", "-f", jobYAML, "--gpus", "-1"}, 1, "resources.gpus: "},
+		"env without =":    {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
+		"missing job file": {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},
+		"server gone":      {[]string{"job", "ls", "--server", "http://127.0.0.1:1"}, 1, "cannot reach http://127.0.0.1:1"},
+	} {
+		_, stderr, code := u.run("", tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%s: exit %d %q, want %d and one line with %q", name, code, stderr, tc.code, tc.want)
+		}
+	}
+
+	// A second user gives the token on the command line instead of standard input.
+	other := newCLIUser(t)
+	if out, stderr, code := other.run("", "login", "--server", url, "--token", token); code != 0 || !strings.Contains(out, "Signed in") {
+		t.Fatalf("login --token: exit %d %q", code, stderr)
+	}
+}
