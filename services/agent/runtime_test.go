@@ -91,6 +91,14 @@ func waitFile(t *testing.T, path string) string {
 	return ""
 }
 
+// waitRunning waits until the job has written its first output and the shim has
+// recorded its pid: the job may print before the shim writes the pid file.
+func waitRunning(t *testing.T, f attemptFiles) {
+	t.Helper()
+	waitFile(t, f.path(stdoutFile))
+	waitFile(t, f.path(pidFile))
+}
+
 func read(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -218,7 +226,7 @@ func TestStopProtocolAsksForACheckpoint(t *testing.T) {
 	ag := &Agent{}
 	ag.killGraceNS.Store(int64(time.Minute))
 	f := runAttempt(t, farFence(t), nil, `trap 'cat `+ckpt+`/`+CheckpointRequestFile+` > `+ckpt+`/saved; exit 0' USR1; echo ready; while true; do sleep 0.05; done`)
-	waitFile(t, f.path(stdoutFile))
+	waitRunning(t, f)
 	at := newAttempt(agentapi.AttemptRef{JobID: 1, Attempt: 1}, f.dir, ckpt)
 	var p stopProtocol
 	p.begin(agentapi.Stop{Reason: agentapi.StopPreempt, GraceMS: 60000}, ag, at, discard())
@@ -240,7 +248,7 @@ func TestStopProtocolTerminatesThenKills(t *testing.T) {
 	ag := &Agent{}
 	ag.killGraceNS.Store(int64(200 * time.Millisecond))
 	f := runAttempt(t, farFence(t), nil, `trap "" TERM; echo ready; while true; do sleep 0.05; done`)
-	waitFile(t, f.path(stdoutFile))
+	waitRunning(t, f)
 	at := newAttempt(agentapi.AttemptRef{JobID: 1, Attempt: 1}, f.dir, t.TempDir())
 	var p stopProtocol
 	p.begin(agentapi.Stop{Reason: agentapi.StopCancel}, ag, at, discard())
@@ -267,7 +275,7 @@ func TestMemoryLimitStopsAShare(t *testing.T) {
 	ag := &Agent{cfg: Config{GPUs: sim}, log: discard(), attempts: map[agentapi.AttemptRef]*attempt{}}
 	ag.killGraceNS.Store(int64(200 * time.Millisecond))
 	f := runAttempt(t, farFence(t), nil, `echo ready; sleep 300`)
-	waitFile(t, f.path(stdoutFile))
+	waitRunning(t, f)
 	lease := agentapi.Lease{AttemptRef: agentapi.AttemptRef{JobID: 1, Attempt: 1}, Devices: []agentapi.Device{{UUID: uuid, Milli: 500, MemoryMiB: 1000}}}
 	if err := f.writeJSON(leaseFile, lease); err != nil {
 		t.Fatal(err)
