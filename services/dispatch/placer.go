@@ -24,28 +24,7 @@ func NewPlacer(s *scheduler.Scheduler) *Placer { return &Placer{sched: s} }
 // Plan places what fits, preempts what the scheduler chose, and says why the rest waits.
 func (p *Placer) Plan(snap Snapshot) Plan {
 	plan := Plan{Waiting: map[int64]string{}}
-	ss := scheduler.Snapshot{Now: snap.Now}
-	gpuIndex := map[string]int{}
-	for _, n := range snap.Nodes {
-		ss.Nodes = append(ss.Nodes, schedNode(n))
-		for _, g := range n.GPUs {
-			gpuIndex[g.UUID] = g.Index
-		}
-	}
-	for _, r := range snap.Running {
-		if r.Job == nil {
-			continue
-		}
-		ss.Running = append(ss.Running, scheduler.Allocation{
-			Job:       schedJob(r.Job, snap.Teams),
-			Replica:   schedReplica(r, gpuIndex),
-			StartTime: startOf(r.Allocation),
-		})
-	}
-	for i := range snap.Queue {
-		ss.Pending = append(ss.Pending, schedJob(&snap.Queue[i], snap.Teams))
-	}
-	sp, err := p.sched.Schedule(ss)
+	sp, err := p.sched.Schedule(SchedulerSnapshot(snap))
 	if err != nil {
 		for _, j := range snap.Queue {
 			plan.Waiting[j.ID] = "the scheduler cannot read the cluster's state: " + err.Error()
@@ -70,8 +49,36 @@ func (p *Placer) Plan(snap Snapshot) Plan {
 	return plan
 }
 
+// SchedulerSnapshot is the snapshot as services/scheduler reads it: node, job and GPU
+// ids as decimal strings; the autoscaler asks the scheduler with the same.
+func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
+	ss := scheduler.Snapshot{Now: snap.Now}
+	gpuIndex := map[string]int{}
+	for _, n := range snap.Nodes {
+		ss.Nodes = append(ss.Nodes, schedNode(n))
+		for _, g := range n.GPUs {
+			gpuIndex[g.UUID] = g.Index
+		}
+	}
+	for _, r := range snap.Running {
+		if r.Job == nil {
+			continue
+		}
+		ss.Running = append(ss.Running, scheduler.Allocation{
+			Job:       SchedulerJob(r.Job, snap.Teams),
+			Replica:   schedReplica(r, gpuIndex),
+			StartTime: startOf(r.Allocation),
+		})
+	}
+	for i := range snap.Queue {
+		ss.Pending = append(ss.Pending, SchedulerJob(&snap.Queue[i], snap.Teams))
+	}
+	return ss
+}
+
 func schedNode(n NodeCapacity) scheduler.Node {
-	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
+	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Labels: n.Labels, Spot: n.Spot, PriceMicros: n.PriceMicros,
+		CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
 	for _, g := range n.GPUs {
 		sg := scheduler.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, NVLinkPeers: g.NVLinkPeers}
 		for _, m := range g.MIG {
@@ -82,7 +89,8 @@ func schedNode(n NodeCapacity) scheduler.Node {
 	return out
 }
 
-func schedJob(j *models.Job, teams map[int64]string) scheduler.Job {
+// SchedulerJob is a job as services/scheduler reads it; teams names each project's team.
+func SchedulerJob(j *models.Job, teams map[int64]string) scheduler.Job {
 	var gpuModels []string
 	for _, m := range strings.Split(j.GPUModel, "|") {
 		if m = strings.TrimSpace(m); m != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -32,8 +33,14 @@ type Snapshot struct {
 
 // NodeCapacity is a ready node: what it offers and what is free of it.
 type NodeCapacity struct {
-	ID                              int64
-	Name                            string
+	ID   int64
+	Name string
+	// Pool names the node's pool; Spot is set for spot pools and pools that take
+	// only jobs allowing spot; PriceMicros is an hour of the node at the rate card.
+	Pool                            string
+	Spot                            bool
+	PriceMicros                     int64
+	Labels                          map[string]string
 	CPUMilli, MemoryMiB, ScratchMiB int64
 	FreeCPUMilli                    int64
 	FreeMemoryMiB                   int64
@@ -108,10 +115,19 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 	for i, n := range nodes {
 		ids[i] = n.ID
 		byID[n.ID] = i
-		snap.Nodes = append(snap.Nodes, NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
-			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB})
+		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
+			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB}
+		if n.Labels != "" {
+			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
+				return snap, fmt.Errorf("labels of node %s: %w", n.Name, err)
+			}
+		}
+		snap.Nodes = append(snap.Nodes, nc)
 	}
 	if err := s.addDevices(ctx, &snap, ids, byID); err != nil {
+		return snap, err
+	}
+	if err := s.addPools(ctx, &snap, nodes); err != nil {
 		return snap, err
 	}
 	if err := s.addRunning(ctx, &snap, byID); err != nil {
@@ -148,6 +164,41 @@ func (s *Service) addDevices(ctx context.Context, snap *Snapshot, ids []int64, b
 		n := &snap.Nodes[byID[d.NodeID]]
 		n.GPUs = append(n.GPUs, GPUCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemoryMiB: d.MemoryMiB, FreeMilli: 1000,
 			Healthy: d.Healthy, NVLinkPeers: peers, MIG: migs[d.ID]})
+	}
+	return nil
+}
+
+// addPools names each node's pool, marks spot nodes and prices each node at the rate
+// card, as metering will charge it.
+func (s *Service) addPools(ctx context.Context, snap *Snapshot, nodes []models.Node) error {
+	pools, err := s.store.NodePools(ctx)
+	if err != nil || len(pools) == 0 {
+		return err
+	}
+	rates, err := s.store.CostRates(ctx)
+	if err != nil {
+		return err
+	}
+	prices := accounting.NewPrices(rates)
+	byID := make(map[int64]models.NodePool, len(pools))
+	for _, p := range pools {
+		byID[p.ID] = p
+	}
+	for i, n := range nodes {
+		if n.PoolID == nil {
+			continue
+		}
+		p, ok := byID[*n.PoolID]
+		if !ok {
+			continue
+		}
+		nc := &snap.Nodes[i]
+		nc.Pool, nc.Spot = p.Name, p.CapacityType == models.CapacitySpot || p.SpotOnly
+		m := accounting.Machine{PoolID: p.ID, Capacity: p.CapacityType, GPUs: len(nc.GPUs), CPUMilli: nc.CPUMilli, MemoryMiB: nc.MemoryMiB}
+		if len(nc.GPUs) > 0 {
+			m.GPUModel = nc.GPUs[0].Model
+		}
+		nc.PriceMicros = prices.NodeHour(snap.Now, m)
 	}
 	return nil
 }
@@ -355,3 +406,7 @@ func describePlacement(node string, gpus []agentapi.Device) string {
 	}
 	return "node " + node + " GPUs " + strings.Join(parts, ", ")
 }
+
+// Snapshot is what the next scheduling pass would see: the queue and, when it is not
+// empty, the ready nodes with what runs there. The autoscaler reads it.
+func (s *Service) Snapshot(ctx context.Context) (Snapshot, error) { return s.snapshot(ctx) }

@@ -38,14 +38,15 @@ type cloudRequest struct {
 
 // machine is one machine of the fake cloud.
 type machine struct {
+	Pool       string `json:"pool"`
 	Name       string `json:"name"`
 	ProviderID string `json:"provider_id"`
 	JoinToken  string `json:"join_token"`
 }
 
 // fakeCloud answers one request: create writes a machine file (holding the join
-// token its agent would boot with), delete removes it, list prints them, with an
-// interruption for machines that have an "<name>.interrupt" file.
+// token its agent would boot with), delete removes it, list prints the pool's, with
+// an interruption for machines that have an "<name>.interrupt" file.
 func fakeCloud(dir string) int {
 	var req cloudRequest
 	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
@@ -57,7 +58,7 @@ func fakeCloud(dir string) int {
 	case "create":
 		var made []any
 		for i, n := range req.Nodes {
-			m := machine{Name: n.Name, ProviderID: fmt.Sprintf("i-%d-%d", time.Now().UnixNano(), i), JoinToken: n.JoinToken}
+			m := machine{Pool: req.Pool.Name, Name: n.Name, ProviderID: fmt.Sprintf("i-%d-%d", time.Now().UnixNano(), i), JoinToken: n.JoinToken}
 			b, _ := json.Marshal(m)
 			if err := os.WriteFile(filepath.Join(dir, n.Name+".json"), b, 0o600); err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -76,7 +77,7 @@ func fakeCloud(dir string) int {
 		for _, f := range files {
 			var m machine
 			b, _ := os.ReadFile(f)
-			if json.Unmarshal(b, &m) != nil {
+			if json.Unmarshal(b, &m) != nil || m.Pool != req.Pool.Name {
 				continue
 			}
 			entry := map[string]any{"name": m.Name, "provider_id": m.ProviderID, "state": "running"}

@@ -64,7 +64,7 @@ func TestReconcileKeepsProviderAndGantryInStep(t *testing.T) {
 			t.Fatalf("boot: %+v %v", n, err)
 		}
 		// A machine someone made by hand in the pool's account: nobody expects it.
-		if err := os.WriteFile(filepath.Join(e.cloud, "l4-spot-stray.json"), []byte(`{"name":"l4-spot-stray","provider_id":"i-stray"}`), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.cloud, "l4-spot-stray.json"), []byte(`{"pool":"l4-spot","name":"l4-spot-stray","provider_id":"i-stray"}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := e.svc.Reconcile(e.ctx, *p)

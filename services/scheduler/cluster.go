@@ -84,6 +84,8 @@ type Cluster struct {
 	picks map[pickKey]uint64
 	// seen collects the node signatures one search has scored.
 	seen map[uint64]struct{}
+	// maxUnitPrice is the highest hourly price per GPU (per node for CPU nodes) of any node.
+	maxUnitPrice float64
 }
 
 // NewCluster builds the cluster state from a snapshot's nodes, running allocations,
@@ -130,6 +132,7 @@ func NewCluster(snap Snapshot, cfg Config) (*Cluster, error) {
 		ns.topo = topologyOf(ns.gpus, topos)
 		ns.staticSig = staticSigOf(n, ns.gpus)
 		c.nodes = append(c.nodes, ns)
+		c.maxUnitPrice = max(c.maxUnitPrice, unitPrice(n))
 	}
 	w := snap.Workload
 	if len(w) == 0 {
@@ -230,6 +233,7 @@ func staticSigOf(n Node, cards []gpuState) uint64 {
 	}
 	str(n.Pool)
 	num(uint64(boolBits(n.Spot, n.Cordoned)))
+	num(uint64(n.PriceMicros))
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 		str(k)
 		str(n.Labels[k])
@@ -245,6 +249,14 @@ func staticSigOf(n Node, cards []gpuState) uint64 {
 		}
 	}
 	return h.Sum64()
+}
+
+// unitPrice is a node's hourly price per GPU, or per node when it has none.
+func unitPrice(n Node) float64 {
+	if n.PriceMicros <= 0 {
+		return 0
+	}
+	return float64(n.PriceMicros) / float64(max(len(n.GPUs), 1))
 }
 
 func boolBits(a, b bool) int {

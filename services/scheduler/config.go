@@ -41,6 +41,9 @@ type Config struct {
 	KindBonus  float64
 	// SpotBonus prefers spot nodes for jobs that allow spot: they cost less.
 	SpotBonus float64
+	// PriceWeight prefers cheaper nodes (by hourly price per GPU): the cheapest node
+	// gains the full weight, the dearest nothing. Owned nodes, priced 0, come first.
+	PriceWeight float64
 
 	// FullScanNodes is the largest cluster on which every feasible node is scored. On a
 	// larger one a replica is scored on the first SampleNodes feasible nodes in node
@@ -76,6 +79,7 @@ func DefaultConfig() Config {
 		},
 		KindBonus:     1000,
 		SpotBonus:     50,
+		PriceWeight:   600,
 		FullScanNodes: 2048,
 		SampleNodes:   64,
 		Backfill:      true,
@@ -107,6 +111,7 @@ func (c Config) Validate() error {
 	}{
 		{"age_weight", c.AgeWeight}, {"fair_share_weight", c.FairShareWeight}, {"stranding_weight", c.StrandingWeight},
 		{"nvlink_bonus", c.NVLinkBonus}, {"memory_fit_weight", c.MemoryFitWeight}, {"kind_bonus", c.KindBonus}, {"spot_bonus", c.SpotBonus},
+		{"price_weight", c.PriceWeight},
 	}
 	for _, w := range weights {
 		if w.v < 0 {

@@ -40,7 +40,9 @@
 // over those that could host one), so rare large jobs keep the few nodes that fit them,
 // where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU
 // jobs on NVLink peers, give a job that names its GPU memory the smallest card that
-// fits, steer job kinds to GPU classes, and prefer spot nodes for jobs that allow them.
+// fits, steer job kinds to GPU classes, prefer spot nodes for jobs that allow them, and
+// prefer cheaper nodes (hourly price per GPU) for every job. Spot nodes, and nodes of
+// pools that take only jobs allowing spot, never take a job that does not allow spot.
 //
 // # The cycle
 //

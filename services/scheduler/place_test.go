@@ -119,6 +119,26 @@ func TestPlaceBehaviours(t *testing.T) {
 			t.Fatalf("ok=%v rejections %v", ok, ex.Rejections)
 		}
 	})
+	t.Run("cheaper nodes first; a cheap spot node never for a job that does not allow spot", func(t *testing.T) {
+		dear := gpuNode("dear", "T4", 2, 15360, 16000, 64<<10)
+		dear.PriceMicros = 2_000_000
+		cheap := gpuNode("cheap", "T4", 2, 15360, 16000, 64<<10)
+		cheap.PriceMicros = 1_000_000
+		spot := gpuNode("spot", "T4", 2, 15360, 16000, 64<<10)
+		spot.Spot, spot.PriceMicros = true, 300_000
+		s, c := newTestCluster(t, Snapshot{Nodes: []Node{dear, cheap, spot}})
+		if p := mustPlace(t, s, c, job("od", Request{GPUs: 1})); p.Replicas[0].NodeID != "cheap" {
+			t.Fatalf("an on-demand job went to %s, not the cheaper on-demand node", p.Replicas[0].NodeID)
+		}
+		if p := mustPlace(t, s, c, job("any", Request{GPUs: 1, SpotAllowed: true})); p.Replicas[0].NodeID != "spot" {
+			t.Fatalf("a spot-allowed job went to %s, not the cheapest (spot) node", p.Replicas[0].NodeID)
+		}
+		for _, id := range []string{"od2", "od3", "od4"} {
+			if p := mustPlace(t, s, c, job(id, Request{GPUs: 1})); p.Replicas[0].NodeID == "spot" {
+				t.Fatalf("job %s, which does not allow spot, landed on the spot node", id)
+			}
+		}
+	})
 }
 
 func TestSmallJobsLeaveTheRareBigNodeWhole(t *testing.T) {

@@ -22,6 +22,11 @@ func randomNodes(rng *rand.Rand, count int) []Node {
 		n := gpuNode(fmt.Sprintf("n%03d", i), m.name, gpus, m.mem, int64(8+rng.Intn(120))*1000, int64(32+rng.Intn(512))<<10)
 		n.Pool = []string{"default", "batch"}[rng.Intn(2)]
 		n.Spot = rng.Intn(5) == 0
+		// Spot nodes are the cheapest, so price preference pulls hardest toward them.
+		n.PriceMicros = int64(rng.Intn(4)) * 1_000_000
+		if n.Spot {
+			n.PriceMicros = 100_000
+		}
 		n.Cordoned = rng.Intn(12) == 0
 		n.Labels = map[string]string{"zone": []string{"a", "b"}[rng.Intn(2)]}
 		if rng.Intn(2) == 0 {

@@ -89,6 +89,13 @@ func (s kindScorer) score(n *nodeState, o *option) float64 {
 	return 0
 }
 
+// priceScorer prefers cheaper nodes, in proportion to how far below the dearest they are.
+type priceScorer struct{ weight, max float64 }
+
+func (s priceScorer) score(n *nodeState, _ *option) float64 {
+	return s.weight * (1 - unitPrice(n.node)/s.max)
+}
+
 // spotScorer prefers spot nodes for jobs that allow spot: they cost less.
 type spotScorer struct{ bonus float64 }
 

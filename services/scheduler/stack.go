@@ -47,6 +47,9 @@ func newStack(c *Cluster, cfg Config, job *Job, lim limits) *stack {
 	if d.req.SpotAllowed && cfg.SpotBonus > 0 {
 		s.scorers = append(s.scorers, spotScorer{bonus: cfg.SpotBonus})
 	}
+	if c.maxUnitPrice > 0 && cfg.PriceWeight > 0 {
+		s.scorers = append(s.scorers, priceScorer{weight: cfg.PriceWeight, max: c.maxUnitPrice})
+	}
 	return s
 }
 

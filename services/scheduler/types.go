@@ -5,15 +5,19 @@ import "time"
 // Node is one machine as the snapshot reports it: its allocatable capacity. What is in
 // use follows from the running allocations, so there is one source of truth for usage.
 type Node struct {
-	ID         string
-	Pool       string
-	Labels     map[string]string
-	Spot       bool
-	Cordoned   bool // accepts no new work
-	CPUMilli   int64
-	RAMMiB     int64
-	ScratchMiB int64
-	GPUs       []GPU
+	ID     string
+	Pool   string
+	Labels map[string]string
+	// Spot nodes may be reclaimed by their provider, or belong to a pool that takes
+	// only jobs that allow spot; jobs that do not allow spot never land on them.
+	Spot     bool
+	Cordoned bool // accepts no new work
+	// PriceMicros is what an hour of the whole node costs (0: unknown or owned).
+	PriceMicros int64
+	CPUMilli    int64
+	RAMMiB      int64
+	ScratchMiB  int64
+	GPUs        []GPU
 }
 
 // GPU is one card on a node.

@@ -196,3 +196,28 @@ func (s *Store) NodesLastBusy(ctx context.Context, nodeIDs []int64) (map[int64]t
 	}
 	return out, nil
 }
+
+// LastPoolRequests returns, per pool that ever asked its provider for a machine, when it last did.
+func (s *Store) LastPoolRequests(ctx context.Context) (map[int64]time.Time, error) {
+	var rows []struct {
+		PoolID int64
+		At     dbTime
+	}
+	err := s.with(ctx).Model(&models.PoolInstance{}).Select("pool_id, MAX(requested_at) AS at").Group("pool_id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("last requests of pools: %w", err)
+	}
+	out := make(map[int64]time.Time, len(rows))
+	for _, r := range rows {
+		out[r.PoolID] = time.Time(r.At)
+	}
+	return out, nil
+}
+
+// SetNodeLabels writes a node's labels (a JSON object).
+func (s *Store) SetNodeLabels(ctx context.Context, id int64, labels string) error {
+	if err := s.with(ctx).Model(&models.Node{}).Where("id = ?", id).Update("labels", labels).Error; err != nil {
+		return fmt.Errorf("set labels of node %d: %w", id, err)
+	}
+	return nil
+}

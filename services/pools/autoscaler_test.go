@@ -1,0 +1,181 @@
+package pools_test
+
+import (
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/pools/autoscale"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// loopEnv is env with the production scheduler in dispatch and the autoscaler loop.
+type loopEnv struct {
+	*env
+	loop *pools.Autoscaler
+	proj *models.Project
+	user *models.User
+}
+
+func newLoopEnv(t *testing.T, st *store.Store) *loopEnv {
+	t.Helper()
+	e := newEnv(t, st)
+	sched, err := scheduler.New(scheduler.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.disp, err = dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: e.audit, Now: e.clock.now, Log: log}, dispatch.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.svc, err = pools.New(pools.Deps{Store: st, Audit: e.audit, Fleet: e.disp, Now: e.clock.now, Log: log}, poolsConfig); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := autoscale.New(sched, autoscale.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := pools.NewAutoscaler(e.svc, dec, e.disp, nil, pools.LoopConfig{Every: time.Second, ReconcileEvery: time.Second,
+		SampleEvery: time.Second, SampleRetention: time.Hour, DrainGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := &loopEnv{env: e, loop: loop, user: &models.User{Username: "ada"}}
+	team := &models.Team{Name: "vision"}
+	if err := st.CreateUser(e.ctx, le.user); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateTeam(e.ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	le.proj = &models.Project{TeamID: team.ID, Name: "detect"}
+	if err := st.CreateProject(e.ctx, le.proj); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := accounting.New(st, accounting.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []models.CostRate{
+		{Resource: models.ResourceGPU, GPUModel: "L4-24GB", CapacityType: models.CapacityOnDemand, RateMicros: 800_000},
+		{Resource: models.ResourceGPU, GPUModel: "L4-24GB", CapacityType: models.CapacitySpot, RateMicros: 250_000},
+	} {
+		r.EffectiveFrom = e.clock.now().Add(-time.Hour)
+		if _, err := acc.CreateRate(e.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return le
+}
+
+func (e *loopEnv) submit(name string, spot bool) *models.Job {
+	e.t.Helper()
+	j := &models.Job{Name: name, ProjectID: e.proj.ID, UserID: e.user.ID, Command: `["true"]`, PriorityClass: "research",
+		GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, Replicas: 1, Spot: spot}
+	if err := e.st.CreateJob(e.ctx, j, "user:ada"); err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func (e *loopEnv) tick() {
+	e.t.Helper()
+	if err := e.loop.Tick(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// From no nodes at all: a job that allows spot brings up a node of the cheaper spot
+// pool, one that does not an on-demand node; booting machines are not asked for
+// twice; the job runs once its node joins; an idle node goes after its timeout, its
+// machine deleted; every decision is an event with its reason, and samples are kept.
+func TestAutoscalerScalesUpFromZeroAndDownWhenIdle(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		e := newLoopEnv(t, st)
+		spot := e.pool("l4-spot", func(s *pools.Spec) { s.IdleTimeout = "5m" })
+		od := e.pool("l4-od", func(s *pools.Spec) { s.CapacityType = models.CapacityOnDemand; s.IdleTimeout = "5m" })
+		flexible := e.submit("flexible", true)
+		e.tick()
+		spotInst, odInst := e.instances(spot), e.instances(od)
+		if len(spotInst) != 1 || len(odInst) != 0 || len(e.machines()) != 1 {
+			t.Fatalf("after one spot-allowed job: spot %v, on-demand %v", spotInst, odInst)
+		}
+		evs, _ := e.svc.Events(e.ctx, store.PoolEventFilter{PoolID: spot.ID})
+		if len(evs) != 1 || evs[0].Kind != models.PoolScaleUp || !strings.Contains(evs[0].Reason, "cheapest") || !strings.Contains(evs[0].Detail, `"jobs":["`) {
+			t.Fatalf("events %+v", evs)
+		}
+		e.clock.advance(2 * time.Minute)
+		e.tick()
+		if len(e.machines()) != 1 {
+			t.Fatalf("the booting machine was asked for again: %v", e.machines())
+		}
+		strict := e.submit("strict", false)
+		e.tick()
+		if len(e.instances(od)) != 1 || len(e.instances(spot)) != 1 {
+			t.Fatalf("a job that does not allow spot: on-demand %v spot %v events %v", e.instances(od), e.instances(spot), e.eventKinds(spot))
+		}
+		for _, m := range e.machines() {
+			if _, err := e.boot(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.tick() // labels the new nodes with their pool's labels
+		e.disp.Tick(e.ctx)
+		for _, j := range []*models.Job{flexible, strict} {
+			got, _ := st.JobByID(e.ctx, j.ID)
+			if got.State != models.JobScheduled {
+				t.Fatalf("job %s is %s (%s) once the nodes joined", j.Name, got.State, got.PendingReason)
+			}
+			a, _ := st.AllocationByAttempt(e.ctx, j.ID, 1, 0)
+			n, _ := st.NodeByID(e.ctx, a.NodeID)
+			if want := map[bool]string{true: "l4-spot-", false: "l4-od-"}[j.Spot]; !strings.HasPrefix(n.Name, want) {
+				t.Fatalf("job %s runs on %s, want a node of %s", j.Name, n.Name, want)
+			}
+			if !strings.Contains(n.Labels, pools.LabelPool) {
+				t.Fatalf("node %s has no pool labels: %q", n.Name, n.Labels)
+			}
+		}
+		// Both jobs end; ten minutes later (past the idle timeout and the scale-down
+		// delay) their nodes go.
+		for _, j := range []*models.Job{flexible, strict} {
+			if _, err := e.disp.CancelJob(e.ctx, j.ID, "user:ada", "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.advance(11 * time.Minute)
+		e.tick()
+		for _, p := range []*models.NodePool{spot, od} {
+			for name, in := range e.instances(p) {
+				if in.State != models.InstanceDeleting {
+					t.Fatalf("idle node %s is %s, want deleting", name, in.State)
+				}
+			}
+		}
+		e.clock.advance(2 * time.Second)
+		e.tick()
+		if len(e.machines()) != 0 {
+			t.Fatalf("machines left after scale-down: %v", e.machines())
+		}
+		kinds := e.eventKinds(spot)
+		if !slices.Equal(kinds, []string{models.PoolScaleUp, models.PoolScaleDown, models.PoolDeleted}) {
+			t.Fatalf("spot pool events %v", kinds)
+		}
+		samples, err := st.PoolSamples(e.ctx, spot.ID, time.Time{}, e.clock.now().Add(time.Second))
+		if err != nil || len(samples) != 4 || samples[0].PendingJobs != 1 || samples[1].Booting != 1 || samples[1].PendingJobs != 1 ||
+			samples[2].Nodes != 1 || samples[3].Nodes != 0 {
+			t.Fatalf("samples %+v, %v", samples, err)
+		}
+	})
+}
