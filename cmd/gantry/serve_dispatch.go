@@ -31,6 +31,7 @@ type dispatchOpts struct {
 	heartbeatInterval time.Duration
 	noLocalAgent      bool
 	localAgentGPUs    string
+	pools             poolOpts
 }
 
 func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
 	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
+	o.pools.addFlags(cmd)
 }
 
 // controlPlane is what serve's leader runs, for the router to call too.
@@ -51,8 +53,8 @@ type controlPlane struct {
 }
 
 // startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
-// GPU telemetry's roll-ups, cost metering and the anomaly rules, and, unless turned
-// off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
+// GPU telemetry's roll-ups, cost metering, the anomaly rules and the pools'
+// autoscaler, and, unless turned off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
 // running across a restart of the server.
 func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr, cost *costOpts, publicURL string) (*controlPlane, error) {
 	cfg := dispatch.DefaultConfig()
@@ -60,10 +62,11 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
 	}
-	sched, err := productionScheduler(ctx, st)
+	core, err := configuredScheduler(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	sched := dispatch.NewPlacer(core)
 	tel, err := telemetry.New(st, telemetry.Config{})
 	if err != nil {
 		return nil, err
@@ -74,6 +77,10 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 		return nil, err
 	}
 	acc, gov, err := cost.services(st, tel, d, log, publicURL)
+	if err != nil {
+		return nil, err
+	}
+	scaler, err := o.pools.autoscaler(st, d, core, acc, log.With("component", "autoscaler"), publicURL, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +95,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 				func() { tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry")) },
 				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },
 				func() { gov.Run(lctx, time.Now, cost.rulesEvery) },
+				func() { scaler.Run(lctx) },
 			} {
 				loops.Add(1)
 				go func() { defer loops.Done(); loop() }()
@@ -125,7 +133,7 @@ func lead(ctx context.Context, st *store.Store, log *slog.Logger, fn func(contex
 			}
 			continue
 		}
-		log.Info("this replica leads: it runs dispatch, metering and rules")
+		log.Info("this replica leads: it runs dispatch, metering, rules and the autoscaler")
 		fn(lctx)
 		release()
 		if ctx.Err() == nil {
@@ -134,8 +142,17 @@ func lead(ctx context.Context, st *store.Store, log *slog.Logger, fn func(contex
 	}
 }
 
-// productionScheduler is services/scheduler with the priority classes of the database.
+// productionScheduler is dispatch's Placer over configuredScheduler.
 func productionScheduler(ctx context.Context, st *store.Store) (dispatch.Scheduler, error) {
+	s, err := configuredScheduler(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return dispatch.NewPlacer(s), nil
+}
+
+// configuredScheduler is services/scheduler with the priority classes of the database.
+func configuredScheduler(ctx context.Context, st *store.Store) (*scheduler.Scheduler, error) {
 	cfg := scheduler.DefaultConfig()
 	classes, err := st.PriorityClasses(ctx)
 	if err != nil {
@@ -147,11 +164,7 @@ func productionScheduler(ctx context.Context, st *store.Store) (dispatch.Schedul
 			cfg.Classes = append(cfg.Classes, scheduler.PriorityClass{Name: c.Name, Weight: float64(c.Weight)})
 		}
 	}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return dispatch.NewPlacer(s), nil
+	return scheduler.New(cfg)
 }
 
 // localAgent builds the agent of this machine: real GPUs when NVML finds them,
