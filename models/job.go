@@ -110,10 +110,15 @@ type Allocation struct {
 	State      string
 	StopReason string
 	ExitCode   *int
-	StartedAt  *time.Time
-	EndedAt    *time.Time
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// JobTokenHash is the SHA-256 of the token the job reports metrics with; empty
+	// until the lease is first issued.
+	JobTokenHash string
+	// CheckpointSavedAt is when the job, asked to stop, said it saved its checkpoint.
+	CheckpointSavedAt *time.Time
+	StartedAt         *time.Time
+	EndedAt           *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 // JobEvent records one state change of a job with a reason a person can read.

@@ -8,6 +8,8 @@ const (
 	ActorToken  = "token"
 	ActorNode   = "node"
 	ActorSystem = "system"
+	// ActorJob is a running job speaking with its job token.
+	ActorJob = "job"
 )
 
 // AuditEvent is one entry of the append-only, hash-chained audit log.

@@ -21,6 +21,7 @@ const (
 	noRule   accessKind = iota // refuses everyone: the route forgot its rule
 	public                     // anyone, signed in or not (login, health, the OIDC callback)
 	agent                      // node agents: no session or CSRF; the handler checks the node credential or join token
+	jobToken                   // a running job: no session or CSRF; the handler checks its job token
 	signedIn                   // any signed-in user; the handler shows only what the user may see
 	platform                   // a platform-wide permission, e.g. reading the audit log
 	project                    // a permission in the project the request is about
@@ -42,6 +43,11 @@ func Public() Access { return Access{kind: public} }
 // credential (Authorization: Bearer), the join handler its join token. No session, no CSRF;
 // the handler bounds the body.
 func Agent() Access { return Access{kind: agent} }
+
+// JobToken: a running job, authenticated by the handler (handlers.Job) with its job
+// token (Authorization: Bearer GANTRY_JOB_TOKEN), which speaks for its own job (the :id
+// path parameter) and attempt only. No session, no CSRF; bodies are capped as for users.
+func JobToken() Access { return Access{kind: jobToken} }
 
 // SignedIn: any signed-in user, through a session or an API token.
 func SignedIn() Access { return Access{kind: signedIn} }
@@ -73,6 +79,8 @@ func (a Access) String() string {
 		return "public"
 	case agent:
 		return "agent"
+	case jobToken:
+		return "job-token"
 	case signedIn:
 		return "signed-in"
 	case platform:

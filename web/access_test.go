@@ -198,7 +198,7 @@ func (m *matrix) do(r route, role string, own bool) *http.Response {
 }
 
 // routeAccess is the access each route must have, written out by hand: "public", "agent",
-// "signed-in", or a permission. A route missing here fails the test: say who may call it.
+// "job-token", "signed-in", or a permission. A route missing here fails the test: say who may call it.
 var routeAccess = map[string]string{
 	"GET /healthz":                                   "public",
 	"GET /readyz":                                    "public",
@@ -236,6 +236,7 @@ var routeAccess = map[string]string{
 	"GET /api/v1/jobs/:id":                           "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",
 	"POST /api/v1/jobs/:id/cancel":                   "jobs:write",
+	"POST /api/v1/jobs/:id/metrics":                  "job-token",
 	"GET /api/v1/nodes":                              "signed-in",
 	"POST /api/v1/nodes/:name/state":                 "platform:write",
 	"POST /api/v1/nodes/:name/revoke":                "platform:write",
@@ -244,6 +245,7 @@ var routeAccess = map[string]string{
 	"GET " + agentapi.PathLeases:                     "agent",
 	"POST " + agentapi.PathReport:                    "agent",
 	"POST " + agentapi.PathLogs:                      "agent",
+	"POST " + agentapi.PathJobToken:                  "agent",
 	"GET /api/v1/projects/:project/members":          "project:read",
 	"PUT /api/v1/projects/:project/members/:user":    "project:manage",
 	"DELETE /api/v1/projects/:project/members/:user": "project:manage",
@@ -311,8 +313,8 @@ func TestRouteMatrix(t *testing.T) {
 	checked := 0
 	for _, r := range table {
 		key := r.method + " " + r.path
-		if routeAccess[key] == "agent" && r.access.kind != agent {
-			t.Errorf("%s is an agent route but its rule is %s", key, r.access)
+		if routeAccess[key] == "agent" && r.access.kind != agent || routeAccess[key] == "job-token" && r.access.kind != jobToken {
+			t.Errorf("%s is an %s route but its rule is %s", key, routeAccess[key], r.access)
 		}
 		scopes := []bool{true}
 		if obj, _, ok := strings.Cut(routeAccess[key], ":"); ok && slices.Contains(projectScoped, obj) {
@@ -323,10 +325,10 @@ func TestRouteMatrix(t *testing.T) {
 				where := map[bool]string{true: "own", false: "foreign"}[own]
 				res := m.do(r, role, own)
 				checked++
-				if routeAccess[key] == "agent" {
-					// Users are not agents: no user credential gets an agent through.
+				if routeAccess[key] == "agent" || routeAccess[key] == "job-token" {
+					// Users are neither agents nor jobs: no user credential gets through.
 					if res.StatusCode < 400 {
-						t.Errorf("%s %s as %s: %d, an agent route served a user", r.method, r.path, role, res.StatusCode)
+						t.Errorf("%s %s as %s: %d, an %s route served a user", r.method, r.path, role, res.StatusCode, routeAccess[key])
 					}
 					continue
 				}

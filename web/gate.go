@@ -57,8 +57,14 @@ func (g *gate) check(rule Access) gin.HandlerFunc {
 			Name: "anonymous", Type: models.ActorUser, IP: c.ClientIP(), RequestID: c.GetString(handlers.RequestIDKey),
 		})
 		c.Request = c.Request.WithContext(ctx)
-		if rule.kind == agent {
+		switch rule.kind {
+		case agent:
 			// The handler authenticates the node (handlers.Agent) or its join token.
+			c.Next()
+			return
+		case jobToken:
+			// The handler authenticates the job (handlers.Job) and audits refusals.
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 			c.Next()
 			return
 		}

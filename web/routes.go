@@ -91,6 +91,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
+		// A running job reports its metrics and checkpoints with its own job token.
+		{"POST", "/api/v1/jobs/:id/metrics", JobToken(), h.Job(h.JobMetricsCreate)},
 
 		{"GET", "/api/v1/nodes", SignedIn(), h.NodesIndex},
 		{"POST", "/api/v1/nodes/:name/state", Global(authz.Platform, authz.Write), h.NodeStateUpdate},
@@ -102,5 +104,6 @@ func routes(h *handlers.Handler) []route {
 		{"GET", agentapi.PathLeases, Agent(), h.Agent(h.AgentLeases)},
 		{"POST", agentapi.PathReport, Agent(), h.Agent(h.AgentReport)},
 		{"POST", agentapi.PathLogs, Agent(), h.Agent(h.AgentLogs)},
+		{"POST", agentapi.PathJobToken, Agent(), h.Agent(h.AgentJobToken)},
 	}
 }

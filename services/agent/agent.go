@@ -357,14 +357,26 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 		}
 	}
 	removeStaleRequest(checkpoint)
+	token := l.JobToken
+	if token == "" {
+		// The answer that carried it was lost (or a previous agent died before it
+		// started the attempt): only a new token will do, since none is stored.
+		var err error
+		if token, err = a.client.jobToken(ctx, l.AttemptRef); err != nil {
+			return fmt.Errorf("get a job token: %w", err)
+		}
+	}
+	l.JobToken = "" // the lease file keeps no secret; the job's spec does, readable by the agent alone
 	if err := f.writeJSON(leaseFile, l); err != nil {
 		return err
 	}
 	spec := shimSpec{
 		Command: l.Command, WorkDir: f.path(workDir), Fence: filepath.Join(a.cfg.DataDir, fenceFile),
-		Env: jobEnv(l, f.path(workDir), f.path(scratchDir), checkpoint),
+		Env: jobEnv(l, jobContext{
+			work: f.path(workDir), scratch: f.path(scratchDir), checkpoints: checkpoint, server: a.client.base, token: token,
+		}),
 	}
-	if err := f.writeJSON(specFile, spec); err != nil {
+	if err := f.writeSecretJSON(specFile, spec); err != nil {
 		return err
 	}
 	reaped, err := launchShim(a.cfg.Shim, f)

@@ -61,6 +61,16 @@ func (f attemptFiles) writeJSON(name string, v any) error {
 	return writeFileAtomic(f.path(name), b, 0o644)
 }
 
+// writeSecretJSON writes a file that holds a secret (the job token): only the
+// agent's user may read it.
+func (f attemptFiles) writeSecretJSON(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(f.path(name), b, 0o600)
+}
+
 // exit returns the attempt's exit status, or nil while it runs.
 func (f attemptFiles) exit() (*exitStatus, error) {
 	var st exitStatus

@@ -137,6 +137,13 @@ func (c *client) report(ctx context.Context, r agentapi.Report) error {
 	return c.do(ctx, http.MethodPost, agentapi.PathReport, r, nil)
 }
 
+// jobToken asks for a new job token for an attempt not started yet.
+func (c *client) jobToken(ctx context.Context, ref agentapi.AttemptRef) (string, error) {
+	var out agentapi.JobTokenResponse
+	err := c.do(ctx, http.MethodPost, agentapi.PathJobToken, ref, &out)
+	return out.JobToken, err
+}
+
 // logs sends a chunk and returns the offset the server wants next; a chunk that
 // starts past the server's end is answered with that end, not an error.
 func (c *client) logs(ctx context.Context, chunk agentapi.LogChunk) (int64, error) {

@@ -14,10 +14,17 @@ import (
 // environment (which may hold its join token) reaches a job.
 var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME"}
 
+// jobContext is where an attempt runs and how it reaches the server.
+type jobContext struct {
+	work, scratch, checkpoints string
+	// server is the URL the job reports to (GANTRY_SERVER), token its job token.
+	server, token string
+}
+
 // jobEnv is the environment of an attempt: the basics, the job's own variables,
 // then Gantry's, which the job cannot override.
-func jobEnv(l agentapi.Lease, work, scratch, checkpoints string) []string {
-	env := map[string]string{"HOME": work, "TMPDIR": scratch}
+func jobEnv(l agentapi.Lease, jc jobContext) []string {
+	env := map[string]string{"HOME": jc.work, "TMPDIR": jc.scratch}
 	for _, k := range passedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
@@ -48,9 +55,11 @@ func jobEnv(l agentapi.Lease, work, scratch, checkpoints string) []string {
 		"GANTRY_JOB_NAME":                l.JobName,
 		"GANTRY_ATTEMPT":                 strconv.Itoa(l.Attempt),
 		"GANTRY_REPLICA":                 strconv.Itoa(l.Replica),
-		"GANTRY_CHECKPOINT_DIR":          checkpoints,
-		"GANTRY_CHECKPOINT_REQUEST_FILE": checkpoints + "/" + CheckpointRequestFile,
-		"GANTRY_SCRATCH_DIR":             scratch,
+		"GANTRY_CHECKPOINT_DIR":          jc.checkpoints,
+		"GANTRY_CHECKPOINT_REQUEST_FILE": jc.checkpoints + "/" + CheckpointRequestFile,
+		"GANTRY_SCRATCH_DIR":             jc.scratch,
+		"GANTRY_SERVER":                  jc.server,
+		"GANTRY_JOB_TOKEN":               jc.token,
 		"CUDA_VISIBLE_DEVICES":           visible,
 		"NVIDIA_VISIBLE_DEVICES":         nvidia,
 	} {

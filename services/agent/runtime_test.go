@@ -197,9 +197,10 @@ func TestJobEnvironment(t *testing.T) {
 		Env:     map[string]string{"EPOCHS": "3", "PATH": "/opt/conda/bin:/usr/bin"},
 		Devices: []agentapi.Device{{UUID: "GPU-a", Milli: 1000}, {UUID: "GPU-c", MIGUUID: "MIG-b", MIGProfile: "3g.40gb"}},
 	}
-	env := jobEnv(l, "/w", "/s", "/c")
+	env := jobEnv(l, jobContext{work: "/w", scratch: "/s", checkpoints: "/c", server: "http://gantry:8080", token: "gjb_job"})
 	for _, want := range []string{
 		"GANTRY_JOB_ID=7", "GANTRY_ATTEMPT=2", "GANTRY_REPLICA=1", "GANTRY_JOB_NAME=train",
+		"GANTRY_SERVER=http://gantry:8080", "GANTRY_JOB_TOKEN=gjb_job",
 		"GANTRY_CHECKPOINT_DIR=/c", "GANTRY_CHECKPOINT_REQUEST_FILE=/c/" + CheckpointRequestFile, "GANTRY_SCRATCH_DIR=/s",
 		"CUDA_VISIBLE_DEVICES=GPU-a,MIG-b", "NVIDIA_VISIBLE_DEVICES=GPU-a,MIG-b",
 		"EPOCHS=3", "PATH=/opt/conda/bin:/usr/bin", "HOME=/w", "TMPDIR=/s",
@@ -213,9 +214,12 @@ func TestJobEnvironment(t *testing.T) {
 			t.Errorf("the agent's secret leaked into the job: %s", kv)
 		}
 	}
-	none := jobEnv(agentapi.Lease{Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0"}}, "/w", "/s", "/c")
+	none := jobEnv(agentapi.Lease{Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0", "GANTRY_JOB_TOKEN": "forged"}}, jobContext{work: "/w", token: "gjb_job"})
 	if !slices.Contains(none, "CUDA_VISIBLE_DEVICES=") || !slices.Contains(none, "NVIDIA_VISIBLE_DEVICES=void") {
 		t.Errorf("a job without GPUs must see none: %v", none)
+	}
+	if !slices.Contains(none, "GANTRY_JOB_TOKEN=gjb_job") {
+		t.Errorf("the job's own variables overrode its token: %v", none)
 	}
 }
 
@@ -261,6 +265,37 @@ func TestStopProtocolTerminatesThenKills(t *testing.T) {
 	}
 }
 
+// A job that said through the API that it saved its checkpoint (the lease's stop
+// says so) gets SIGTERM at once, not at the end of the grace; the newer stop request
+// replaces one the supervisor has not taken yet.
+func TestStopProtocolMovesOnWhenTheCheckpointIsSaved(t *testing.T) {
+	ag := &Agent{}
+	ag.killGraceNS.Store(int64(time.Minute))
+	ckpt := t.TempDir()
+	f := runAttempt(t, farFence(t), nil, `trap 'echo usr1' USR1; trap 'echo term; exit 0' TERM; echo ready; while true; do sleep 0.05; done`)
+	waitFile(t, f.path(stdoutFile))
+	at := newAttempt(agentapi.AttemptRef{JobID: 1, Attempt: 1}, f.dir, ckpt)
+	stop := agentapi.Stop{Reason: agentapi.StopPreempt, GraceMS: int64(time.Hour / time.Millisecond)}
+	at.requestStop(stop)
+	var p stopProtocol
+	p.begin(<-at.stops, ag, at, discard())
+	p.advance(ag, at, discard())
+	if p.phase != 1 {
+		t.Fatalf("phase within the grace = %d, want checkpointing", p.phase)
+	}
+	at.requestStop(stop)
+	stop.CheckpointSaved = true
+	at.requestStop(stop)
+	p.begin(<-at.stops, ag, at, discard())
+	p.advance(ag, at, discard())
+	if p.phase != 2 {
+		t.Fatalf("phase after the job saved its checkpoint = %d, want terminated", p.phase)
+	}
+	if st := waitExit(t, f); st.ExitCode != 0 || !strings.Contains(read(t, f.path(stdoutFile)), "term") {
+		t.Fatalf("exit = %+v, output %q; want a clean exit on SIGTERM", st, read(t, f.path(stdoutFile)))
+	}
+}
+
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // A job on a share of a GPU that holds more GPU memory than its share allows is
@@ -280,7 +315,7 @@ func TestMemoryLimitStopsAShare(t *testing.T) {
 	if err := f.writeJSON(leaseFile, lease); err != nil {
 		t.Fatal(err)
 	}
-	if env := jobEnv(lease, "/w", "/s", "/c"); !slices.Contains(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1000M") {
+	if env := jobEnv(lease, jobContext{work: "/w", scratch: "/s", checkpoints: "/c"}); !slices.Contains(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1000M") {
 		t.Errorf("a share's job env lacks its MPS memory limit: %v", env)
 	}
 	at := newAttempt(lease.AttemptRef, f.dir, t.TempDir())

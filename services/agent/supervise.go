@@ -40,11 +40,19 @@ func newAttempt(ref agentapi.AttemptRef, dir, checkpoint string) *attempt {
 	}
 }
 
-// requestStop hands a stop request to the supervisor; repeats are dropped.
+// requestStop hands the newest stop request to the supervisor, replacing one it has
+// not taken yet: a later one may say that the job saved its checkpoint.
 func (at *attempt) requestStop(s agentapi.Stop) {
-	select {
-	case at.stops <- s:
-	default:
+	for {
+		select {
+		case at.stops <- s:
+			return
+		default:
+		}
+		select {
+		case <-at.stops:
+		default:
+		}
 	}
 }
 
@@ -232,17 +240,23 @@ func (ag *Agent) finishStep(ctx context.Context, at *attempt, st *exitStatus) (b
 
 // stopProtocol is the stop of one attempt: a checkpoint request and the grace to
 // save one, then SIGTERM, then after the kill grace SIGKILL.
+// The job may cut the grace short by telling the server it saved its checkpoint.
 type stopProtocol struct {
 	phase    int // 0 running, 1 checkpointing, 2 terminated, 3 killed
 	deadline time.Time
 }
 
 func (p *stopProtocol) begin(s agentapi.Stop, ag *Agent, at *attempt, log *slog.Logger) {
+	if p.phase == 1 && s.CheckpointSaved && time.Now().Before(p.deadline) {
+		log.Info("the job saved its checkpoint: stopping it without waiting out the grace")
+		p.deadline = time.Now()
+		return
+	}
 	if p.phase != 0 {
 		return
 	}
 	log.Info("stopping the attempt", "reason", s.Reason, "grace_ms", s.GraceMS)
-	if s.GraceMS > 0 {
+	if s.GraceMS > 0 && !s.CheckpointSaved {
 		req, _ := json.Marshal(map[string]any{
 			"reason": s.Reason, "message": s.Message,
 			"deadline": time.Now().UTC().Add(time.Duration(s.GraceMS) * time.Millisecond),

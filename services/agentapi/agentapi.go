@@ -16,6 +16,8 @@ const (
 	PathLeases    = "/api/v1/agent/leases"
 	PathReport    = "/api/v1/agent/reports"
 	PathLogs      = "/api/v1/agent/logs"
+	// PathJobToken mints a new job token for an attempt not started yet.
+	PathJobToken = "/api/v1/agent/job-token"
 )
 
 // Error codes the server answers with besides the generic ones.
@@ -147,6 +149,10 @@ type Lease struct {
 	// Started is set once the server knows the attempt started, so that an agent
 	// never starts it a second time.
 	Started bool `json:"started,omitempty"`
+	// JobToken is the token the job reports its metrics with (GANTRY_JOB_TOKEN). It
+	// comes once, in the answer that first lists the allocation; an agent that lost it
+	// asks for another at PathJobToken. Never log or store it but for the job.
+	JobToken string `json:"job_token,omitempty"`
 	// Stop is set when the server wants the attempt stopped.
 	Stop *Stop `json:"stop,omitempty"`
 }
@@ -177,6 +183,9 @@ type Stop struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
 	GraceMS int64  `json:"grace_ms"`
+	// CheckpointSaved is set once the job said, through the API, that it saved its
+	// checkpoint: the rest of the grace need not be waited out.
+	CheckpointSaved bool `json:"checkpoint_saved,omitempty"`
 }
 
 // Report tells the server that an attempt started or ended.
@@ -188,6 +197,11 @@ type Report struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Message  string `json:"message,omitempty"`
+}
+
+// JobTokenResponse carries a job token minted again for an attempt.
+type JobTokenResponse struct {
+	JobToken string `json:"job_token"`
 }
 
 // LogChunk is a piece of one output stream of an attempt, at a byte offset.
@@ -287,7 +301,8 @@ func (r *HeartbeatRequest) Validate() error {
 	return nil
 }
 
-func (a AttemptRef) validate() error {
+// Validate refuses a reference that cannot name an attempt.
+func (a AttemptRef) Validate() error {
 	switch {
 	case a.JobID <= 0:
 		return models.Invalid("job_id", "must be a positive job id")
@@ -301,7 +316,7 @@ func (a AttemptRef) validate() error {
 
 // Validate refuses a report that cannot be applied.
 func (r *Report) Validate() error {
-	if err := r.AttemptRef.validate(); err != nil {
+	if err := r.AttemptRef.Validate(); err != nil {
 		return err
 	}
 	switch r.Event {
@@ -330,7 +345,7 @@ func (r *Report) Validate() error {
 
 // Validate refuses a log chunk that cannot be stored.
 func (c *LogChunk) Validate() error {
-	if err := c.AttemptRef.validate(); err != nil {
+	if err := c.AttemptRef.Validate(); err != nil {
 		return err
 	}
 	switch {

@@ -8,8 +8,8 @@ import (
 
 // Actor is who causes the events appended under a context, and from where.
 type Actor struct {
-	Name      string // username, node name, or "system"
-	Type      string // models.ActorUser, ActorToken, ActorNode or ActorSystem
+	Name      string // username, node name, job attempt, or "system"
+	Type      string // models.ActorUser, ActorToken, ActorNode, ActorJob or ActorSystem
 	IP        string
 	RequestID string
 }

@@ -23,9 +23,12 @@ func (s *Service) Leases(ctx context.Context, node *models.Node, seen string, wa
 	defer deadline.Stop()
 	for {
 		changed := s.nodes.watch(node.ID)
-		l, err := s.leasesOf(ctx, node.ID)
-		if err != nil || l.Version != seen || wait == 0 {
+		l, issued, err := s.leasesOf(ctx, node.ID)
+		if err != nil {
 			return l, err
+		}
+		if l.Version != seen || wait == 0 {
+			return s.withJobTokens(ctx, l, issued)
 		}
 		recheck := time.NewTimer(s.cfg.LeaseRecheck)
 		select {
@@ -33,8 +36,9 @@ func (s *Service) Leases(ctx context.Context, node *models.Node, seen string, wa
 		case <-recheck.C:
 		case <-deadline.C:
 			recheck.Stop()
-			return l, nil
+			return s.withJobTokens(ctx, l, issued)
 		case <-ctx.Done():
+			// Nobody will read this answer: mint no token into it.
 			recheck.Stop()
 			return l, nil
 		}
@@ -42,12 +46,17 @@ func (s *Service) Leases(ctx context.Context, node *models.Node, seen string, wa
 	}
 }
 
-// leasesOf builds the leases of a node from its active allocations.
-func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, error) {
+// leasesOf builds the leases of a node from its active allocations, and returns
+// the allocations they were built from, in the same order.
+func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, []models.Allocation, error) {
+	fail := func(err error) (agentapi.Leases, []models.Allocation, error) {
+		return agentapi.Leases{}, nil, fmt.Errorf("leases of node %d: %w", nodeID, err)
+	}
 	allocs, err := s.store.ActiveAllocations(ctx, nodeID)
 	if err != nil {
-		return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+		return fail(err)
 	}
+	var issued []models.Allocation
 	out := agentapi.Leases{Allocations: []agentapi.Lease{}}
 	if len(allocs) > 0 {
 		ids := make([]int64, 0, len(allocs))
@@ -56,11 +65,11 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 		}
 		jobs, err := s.store.JobsByIDs(ctx, ids)
 		if err != nil {
-			return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+			return fail(err)
 		}
 		grace, err := s.graceByClass(ctx)
 		if err != nil {
-			return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+			return fail(err)
 		}
 		byID := make(map[int64]*models.Job, len(jobs))
 		for i := range jobs {
@@ -68,7 +77,7 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 		}
 		window, err := s.reclaimWindow(ctx, nodeID, allocs)
 		if err != nil {
-			return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+			return fail(err)
 		}
 		for _, a := range allocs {
 			j, ok := byID[a.JobID]
@@ -81,18 +90,19 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 			}
 			l, err := lease(a, j, g)
 			if err != nil {
-				return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+				return fail(err)
 			}
 			out.Allocations = append(out.Allocations, l)
+			issued = append(issued, a)
 		}
 	}
 	b, err := json.Marshal(out.Allocations)
 	if err != nil {
-		return agentapi.Leases{}, fmt.Errorf("leases of node %d: %w", nodeID, err)
+		return fail(err)
 	}
 	sum := sha256.Sum256(b)
 	out.Version = hex.EncodeToString(sum[:12])
-	return out, nil
+	return out, issued, nil
 }
 
 func (s *Service) graceByClass(ctx context.Context) (map[string]time.Duration, error) {
@@ -132,7 +142,7 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 		}
 	}
 	if a.State == models.AllocStopping {
-		l.Stop = &agentapi.Stop{Reason: a.StopReason, Message: stopMessage(a.StopReason)}
+		l.Stop = &agentapi.Stop{Reason: a.StopReason, Message: stopMessage(a.StopReason), CheckpointSaved: a.CheckpointSavedAt != nil}
 		if checkpoints(a.StopReason) {
 			l.Stop.GraceMS = grace.Milliseconds()
 		}

@@ -10,6 +10,8 @@ import (
 const (
 	joinTokenPrefix  = "gjt_"
 	credentialPrefix = "gnc_"
+	// JobTokenPrefix starts every job token (GANTRY_JOB_TOKEN).
+	JobTokenPrefix = "gjb_"
 )
 
 // newSecret returns prefix followed by 128 random bits.

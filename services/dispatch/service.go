@@ -59,6 +59,10 @@ var (
 	ErrStaleAttempt = errors.New("stale attempt")
 	// ErrFinished: the job already ended, so it cannot be cancelled.
 	ErrFinished = errors.New("job already finished")
+	// ErrOtherJob: a valid job token sent about another job than its own.
+	ErrOtherJob = errors.New("the job token is not this job's")
+	// ErrNoTelemetry: this server keeps no job metrics (a service built without telemetry).
+	ErrNoTelemetry = errors.New("job metrics are not kept by this server")
 )
 
 // LogOffsetError says a log chunk starts past what the server holds, and where to resume.
@@ -83,9 +87,11 @@ type Service struct {
 	nodes     *notifier
 }
 
-// TelemetrySink stores the GPU samples that heartbeats carry; services/telemetry implements it.
+// TelemetrySink stores the GPU samples that heartbeats carry and the metrics jobs
+// report; services/telemetry implements it.
 type TelemetrySink interface {
 	Ingest(ctx context.Context, now time.Time, ns telemetry.NodeSample) (int, error)
+	RecordJobMetrics(ctx context.Context, now time.Time, job *models.Job, b telemetry.MetricBatch) (telemetry.MetricResult, error)
 }
 
 // Deps are what the service works with.
@@ -94,7 +100,8 @@ type Deps struct {
 	Scheduler Scheduler
 	// Audit records joins, refused agents, lost nodes and cancellations.
 	Audit *audit.Log
-	// Telemetry keeps the heartbeats' GPU samples; nil drops them.
+	// Telemetry keeps the heartbeats' GPU samples and the jobs' metrics; nil drops
+	// the samples and refuses the metrics.
 	Telemetry TelemetrySink
 	Now       func() time.Time
 	Log       *slog.Logger

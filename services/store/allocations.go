@@ -89,3 +89,43 @@ func (s *Store) UpdateAllocation(ctx context.Context, id int64, from []string, c
 	}
 	return nil
 }
+
+// SetJobTokenHash records the hash of the job token of allocation id, which must
+// not have started. Unless replace is set, the allocation must have no token yet,
+// so that of two lease polls only one mints it. Otherwise ErrStale.
+func (s *Store) SetJobTokenHash(ctx context.Context, id int64, hash string, replace bool) error {
+	q := s.with(ctx).Model(&models.Allocation{}).Where("id = ? AND state = ?", id, models.AllocPending)
+	if !replace {
+		q = q.Where("job_token_hash = ''")
+	}
+	res := q.Updates(map[string]any{"job_token_hash": hash, "updated_at": time.Now().UTC()})
+	if res.Error != nil {
+		return fmt.Errorf("set the job token of allocation %d: %w", id, translate(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("set the job token of allocation %d: %w: it started or has a token", id, ErrStale)
+	}
+	return nil
+}
+
+// AllocationByJobTokenHash returns the allocation whose job token hashes to hash.
+func (s *Store) AllocationByJobTokenHash(ctx context.Context, hash string) (*models.Allocation, error) {
+	var a models.Allocation
+	if err := translate(s.with(ctx).Where("job_token_hash = ? AND job_token_hash <> ''", hash).First(&a).Error); err != nil {
+		return nil, fmt.Errorf("allocation by job token: %w", err)
+	}
+	return &a, nil
+}
+
+// MarkCheckpointSaved records, once, that the job of a stopping allocation saved its
+// checkpoint. It reports whether it did: false when the allocation is not stopping or
+// was marked already.
+func (s *Store) MarkCheckpointSaved(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res := s.with(ctx).Model(&models.Allocation{}).
+		Where("id = ? AND state = ? AND checkpoint_saved_at IS NULL", id, models.AllocStopping).
+		Updates(map[string]any{"checkpoint_saved_at": at.UTC(), "updated_at": time.Now().UTC()})
+	if res.Error != nil {
+		return false, fmt.Errorf("mark the checkpoint of allocation %d saved: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}

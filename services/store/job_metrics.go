@@ -38,20 +38,20 @@ func (s *Store) InsertJobMetrics(ctx context.Context, jobID int64, points []mode
 	return nil
 }
 
-// LastJobMetricSteps returns, for each of names that attempt of the job has reported,
-// the highest step stored.
-func (s *Store) LastJobMetricSteps(ctx context.Context, jobID int64, attempt int, names []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(names))
+// LastJobMetrics returns, for each of names that attempt of the job has reported,
+// the point with the highest step stored.
+func (s *Store) LastJobMetrics(ctx context.Context, jobID int64, attempt int, names []string) (map[string]models.JobMetric, error) {
+	out := make(map[string]models.JobMetric, len(names))
 	for _, name := range names {
-		var steps []int64
-		err := s.with(ctx).Model(&models.JobMetric{}).
-			Where("job_id = ? AND name = ? AND attempt = ?", jobID, name, attempt).
-			Order("step DESC").Limit(1).Pluck("step", &steps).Error
+		var last []models.JobMetric
+		err := s.with(ctx).Where("job_id = ? AND name = ? AND attempt = ?", jobID, name, attempt).
+			Order("step DESC").Limit(1).Find(&last).Error
 		if err != nil {
-			return nil, fmt.Errorf("last step of metric %s of job %d: %w", name, jobID, err)
+			return nil, fmt.Errorf("last point of metric %s of job %d: %w", name, jobID, err)
 		}
-		if len(steps) > 0 {
-			out[name] = steps[0]
+		if len(last) > 0 {
+			last[0].At = last[0].At.UTC()
+			out[name] = last[0]
 		}
 	}
 	return out, nil

@@ -76,11 +76,13 @@ type DroppedValue struct {
 
 // RecordJobMetrics stores a batch the job reported for its current attempt. A batch
 // with a malformed part (NaN or infinite value, bad name, negative step, too many
-// points, a time far in the future) is refused whole with a *models.FieldError. A
-// well-formed value that is a repeat or out of order (its step not after the newest
-// stored step of its metric in this attempt) is dropped and listed, so a client may
-// safely resend a batch after a timeout. A time within the clock skew ahead of now is
-// clipped to now; one before the attempt started is clipped to its start.
+// points, a time far in the future, a metric whose steps do not increase or whose
+// times go back within the batch, or a new point stamped before the newest stored
+// one of its metric) is refused whole with a *models.FieldError. A well-formed value
+// whose step is not after the newest stored step of its metric in this attempt is a
+// repeat: it is dropped and listed, so a client may safely resend a batch after a
+// timeout. A time within the clock skew ahead of now is clipped to now; one before
+// the attempt started is clipped to its start.
 func (s *Service) RecordJobMetrics(ctx context.Context, now time.Time, job *models.Job, b MetricBatch) (MetricResult, error) {
 	if err := s.checkJobReporting(now, job); err != nil {
 		return MetricResult{}, err
@@ -154,6 +156,23 @@ func (s *Service) flatten(now time.Time, job *models.Job, b MetricBatch, system 
 		return at, nil
 	}
 	var out []point
+	// The previous point of each metric in this batch: steps must increase, times not go back.
+	prev := map[string]point{}
+	ordered := func(field string, p point) error {
+		before, ok := prev[p.m.Name]
+		prev[p.m.Name] = p
+		switch {
+		case !ok:
+			return nil
+		case p.m.Step <= before.m.Step:
+			return models.Invalid(field+".step", "is %d, not after step %d of %s in %s: within a batch each metric's steps must increase",
+				p.m.Step, before.m.Step, p.m.Name, before.field)
+		case p.m.At.Before(before.m.At):
+			return models.Invalid(field+".time", "%s is before %s, the time of %s in %s: times must not go back",
+				p.m.At.Format(time.RFC3339Nano), before.m.At.Format(time.RFC3339Nano), p.m.Name, before.field)
+		}
+		return nil
+	}
 	for i, p := range b.Points {
 		field := fmt.Sprintf("points[%d]", i)
 		if p.Step < 0 {
@@ -185,7 +204,11 @@ func (s *Service) flatten(now time.Time, job *models.Job, b MetricBatch, system 
 			case math.IsNaN(v) || math.IsInf(v, 0):
 				return nil, models.Invalid(vfield, "is %v: want a finite number", v)
 			}
-			out = append(out, point{field: vfield, m: models.JobMetric{Attempt: job.Attempt, Step: p.Step, Name: name, Value: v, At: at}})
+			pt := point{field: vfield, m: models.JobMetric{Attempt: job.Attempt, Step: p.Step, Name: name, Value: v, At: at}}
+			if err := ordered(field, pt); err != nil {
+				return nil, err
+			}
+			out = append(out, pt)
 		}
 	}
 	for i, c := range b.Checkpoints {
@@ -197,7 +220,11 @@ func (s *Service) flatten(now time.Time, job *models.Job, b MetricBatch, system 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, point{field: field, m: models.JobMetric{Attempt: job.Attempt, Step: c.Step, Name: MetricCheckpoint, Value: float64(c.Step), At: at}})
+		pt := point{field: field, m: models.JobMetric{Attempt: job.Attempt, Step: c.Step, Name: MetricCheckpoint, Value: float64(c.Step), At: at}}
+		if err := ordered(field, pt); err != nil {
+			return nil, err
+		}
+		out = append(out, pt)
 	}
 	return out, nil
 }
@@ -210,7 +237,7 @@ func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points [
 			names = append(names, p.m.Name)
 		}
 	}
-	last, err := s.store.LastJobMetricSteps(ctx, job.ID, job.Attempt, names)
+	last, err := s.store.LastJobMetrics(ctx, job.ID, job.Attempt, names)
 	if err != nil {
 		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
 	}
@@ -218,15 +245,20 @@ func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points [
 	var keep []models.JobMetric
 	var checkpointAt *time.Time
 	for _, p := range points {
-		if prev, ok := last[p.m.Name]; ok && p.m.Step <= prev {
+		prev, ok := last[p.m.Name]
+		if ok && p.m.Step <= prev.Step {
 			res.Dropped++
 			if len(res.Reasons) < maxDroppedListed {
 				res.Reasons = append(res.Reasons, DroppedValue{Field: p.field,
-					Reason: fmt.Sprintf("step %d is not after step %d, the newest %s of attempt %d: a repeat or out of order", p.m.Step, prev, p.m.Name, job.Attempt)})
+					Reason: fmt.Sprintf("step %d is not after step %d, the newest %s of attempt %d: a repeat", p.m.Step, prev.Step, p.m.Name, job.Attempt)})
 			}
 			continue
 		}
-		last[p.m.Name] = p.m.Step
+		if ok && p.m.At.Before(prev.At) {
+			field := strings.TrimSuffix(p.field, ".values."+p.m.Name)
+			return MetricResult{}, models.Invalid(field+".time", "%s is before %s, when step %d of %s was stored: times must not go back",
+				p.m.At.Format(time.RFC3339Nano), prev.At.Format(time.RFC3339Nano), prev.Step, p.m.Name)
+		}
 		keep = append(keep, p.m)
 		if p.m.Name == MetricCheckpoint && (checkpointAt == nil || p.m.At.After(*checkpointAt)) {
 			at := p.m.At

@@ -37,17 +37,12 @@ func TestJobMetricsStoredOnceInOrder(t *testing.T) {
 			Points: []telemetry.MetricPoint{
 				{Step: 100, Time: &t1, Values: map[string]float64{"loss": 2.5, "samples_per_sec": 1250}},
 				{Step: 200, Time: &t2, Values: map[string]float64{"loss": 1.75, "samples_per_sec": 1300, "lr": 0.001}},
-				{Step: 150, Values: map[string]float64{"loss": 9}}, // out of order within the batch
 			},
 			Checkpoints: []telemetry.CheckpointEvent{{Step: 200, Time: &t2}},
 		}
 		res, err := svc.RecordJobMetrics(ctx, now, job, batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Stored != 6 || res.Dropped != 1 || len(res.Reasons) != 1 || res.Reasons[0].Field != "points[2].values.loss" ||
-			!strings.Contains(res.Reasons[0].Reason, "step 150 is not after step 200") {
-			t.Fatalf("result = %+v; want 6 stored, points[2].values.loss dropped", res)
+		if err != nil || res.Stored != 6 || res.Dropped != 0 {
+			t.Fatalf("result = %+v, %v; want 6 stored", res, err)
 		}
 		loss, err := s.JobMetrics(ctx, store.JobMetricFilter{JobID: job.ID, Names: []string{"loss"}})
 		if err != nil || len(loss) != 2 || loss[0].Value != 2.5 || loss[1].Value != 1.75 || !loss[1].At.Equal(t2) || loss[0].Attempt != 1 {
@@ -60,21 +55,28 @@ func TestJobMetricsStoredOnceInOrder(t *testing.T) {
 
 		// A client that resends after a timeout stores nothing twice.
 		res, err = svc.RecordJobMetrics(ctx, now, job, batch)
-		if err != nil || res.Stored != 0 || res.Dropped != 7 {
-			t.Fatalf("resent batch = %+v, %v; want all 7 dropped", res, err)
+		if err != nil || res.Stored != 0 || res.Dropped != 6 || res.Reasons[0].Field != "points[0].values.loss" ||
+			!strings.Contains(res.Reasons[0].Reason, "step 100 is not after step 200") {
+			t.Fatalf("resent batch = %+v, %v; want all 6 dropped as repeats", res, err)
 		}
-		// Times: within the skew ahead is clipped to now; before the start, to the start.
+		// A new step stamped before the newest stored point of its metric goes back in time.
+		res, err = svc.RecordJobMetrics(ctx, now, job, telemetry.MetricBatch{Points: []telemetry.MetricPoint{{Step: 250, Time: &t1, Values: map[string]float64{"loss": 1.6}}}})
+		if !strings.Contains(fmt.Sprint(err), "points[0].time: "+t1.Format(time.RFC3339Nano)+" is before") || res.Stored != 0 {
+			t.Fatalf("point before the newest stored = %+v, %v; want refused", res, err)
+		}
+		// Times: before the start is clipped to the start; within the skew ahead, to now.
 		ahead, early := now.Add(time.Minute), job.StartedAt.Add(-time.Hour)
 		res, err = svc.RecordJobMetrics(ctx, now, job, telemetry.MetricBatch{Points: []telemetry.MetricPoint{
-			{Step: 300, Time: &ahead, Values: map[string]float64{"loss": 1.5}},
-			{Step: 301, Time: &early, Values: map[string]float64{"loss": 1.4}},
+			{Step: 300, Time: &early, Values: map[string]float64{"grad_norm": 0.9}},
+			{Step: 301, Time: &ahead, Values: map[string]float64{"loss": 1.4}},
 		}})
 		if err != nil || res.Stored != 2 {
 			t.Fatalf("clipped times = %+v, %v", res, err)
 		}
+		grad, _ := s.JobMetrics(ctx, store.JobMetricFilter{JobID: job.ID, Names: []string{"grad_norm"}})
 		loss, _ = s.JobMetrics(ctx, store.JobMetricFilter{JobID: job.ID, Names: []string{"loss"}})
-		if len(loss) != 4 || !loss[2].At.Equal(now) || !loss[3].At.Equal(job.StartedAt.UTC()) {
-			t.Errorf("clipped loss points = %+v; want at now and at the start", loss[2:])
+		if len(loss) != 3 || !loss[2].At.Equal(now) || len(grad) != 1 || !grad[0].At.Equal(job.StartedAt.UTC()) {
+			t.Errorf("clipped points: loss %+v, grad_norm %+v; want at now and at the start", loss[2:], grad)
 		}
 		// The next attempt resumes from its checkpoint: its steps start lower again.
 		job.Attempt = 2
@@ -103,6 +105,7 @@ func TestJobMetricsRefuseBadBatchesWhole(t *testing.T) {
 		job := runningJob(t, s, newFleet(t, s, cfg, gpu.Inventory{}))
 		now := job.StartedAt.Add(10 * time.Minute)
 		future := now.Add(time.Hour)
+		sooner, later := now.Add(-2*time.Minute), now.Add(-time.Minute)
 		many := make([]telemetry.MetricPoint, telemetry.MaxPointsPerBatch+1)
 		for i := range many {
 			many[i] = telemetry.MetricPoint{Step: int64(i), Values: map[string]float64{"loss": 1}}
@@ -129,6 +132,10 @@ func TestJobMetricsRefuseBadBatchesWhole(t *testing.T) {
 			{"future", telemetry.MetricBatch{Points: []telemetry.MetricPoint{good, {Step: 2, Time: &future, Values: map[string]float64{"loss": 1}}}}, "points[1].time: " + future.Format(time.RFC3339) + " is 1h0m0s ahead"},
 			{"future checkpoint", telemetry.MetricBatch{Checkpoints: []telemetry.CheckpointEvent{{Step: 5, Time: &future}}}, "checkpoints[0].time:"},
 			{"negative checkpoint", telemetry.MetricBatch{Checkpoints: []telemetry.CheckpointEvent{{Step: -5}}}, "checkpoints[0].step: is -5"},
+			{"steps out of order", telemetry.MetricBatch{Points: []telemetry.MetricPoint{{Step: 2, Values: map[string]float64{"loss": 1}}, good}}, "points[1].step: is 1, not after step 2 of loss"},
+			{"repeated step", telemetry.MetricBatch{Points: []telemetry.MetricPoint{good, good}}, "points[1].step: is 1, not after step 1"},
+			{"time going back", telemetry.MetricBatch{Points: []telemetry.MetricPoint{{Step: 1, Time: &later, Values: map[string]float64{"loss": 1}}, {Step: 2, Time: &sooner, Values: map[string]float64{"loss": 1}}}}, "points[1].time: " + sooner.Format(time.RFC3339Nano) + " is before"},
+			{"checkpoints out of order", telemetry.MetricBatch{Checkpoints: []telemetry.CheckpointEvent{{Step: 9}, {Step: 8}}}, "checkpoints[1].step: is 8"},
 		} {
 			res, err := svc.RecordJobMetrics(ctx, now, job, c.batch)
 			var fe *models.FieldError
