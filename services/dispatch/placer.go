@@ -38,7 +38,9 @@ func (p *Placer) Plan(snap Snapshot) Plan {
 	}
 	for _, pr := range sp.Preemptions {
 		if id, err := strconv.ParseInt(pr.JobID, 10, 64); err == nil {
-			plan.Preemptions = append(plan.Preemptions, Preemption{JobID: id, Reason: fmt.Sprintf("preempted for job %s: %s", pr.For, pr.Reason)})
+			// For is a job of this snapshot's queue, whose ids all came from int64s.
+			forID, _ := strconv.ParseInt(pr.For, 10, 64)
+			plan.Preemptions = append(plan.Preemptions, Preemption{JobID: id, For: forID, Reason: fmt.Sprintf("preempted for job %s: %s", pr.For, pr.Reason)})
 		}
 	}
 	for _, u := range sp.Unplaced {

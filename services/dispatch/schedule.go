@@ -106,9 +106,14 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 	if snap.Queue, err = s.store.QueuedJobs(ctx, queueLimit); err != nil || len(snap.Queue) == 0 {
 		return snap, err
 	}
+	return snap, s.addCluster(ctx, &snap)
+}
+
+// addCluster fills in the ready nodes, what runs on them, and the teams of projects.
+func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	nodes, err := s.store.NodesInStates(ctx, []string{models.NodeReady})
 	if err != nil {
-		return snap, err
+		return err
 	}
 	byID := make(map[int64]int, len(nodes))
 	ids := make([]int64, len(nodes))
@@ -119,21 +124,21 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB}
 		if n.Labels != "" {
 			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
-				return snap, fmt.Errorf("labels of node %s: %w", n.Name, err)
+				return fmt.Errorf("labels of node %s: %w", n.Name, err)
 			}
 		}
 		snap.Nodes = append(snap.Nodes, nc)
 	}
-	if err := s.addDevices(ctx, &snap, ids, byID); err != nil {
-		return snap, err
+	if err := s.addDevices(ctx, snap, ids, byID); err != nil {
+		return err
 	}
-	if err := s.addPools(ctx, &snap, nodes); err != nil {
-		return snap, err
+	if err := s.addPools(ctx, snap, nodes); err != nil {
+		return err
 	}
-	if err := s.addRunning(ctx, &snap, byID); err != nil {
-		return snap, err
+	if err := s.addRunning(ctx, snap, byID); err != nil {
+		return err
 	}
-	return snap, s.addTeams(ctx, &snap)
+	return s.addTeams(ctx, snap)
 }
 
 // addDevices fills in the GPUs and MIG instances of the snapshot's nodes.

@@ -76,6 +76,7 @@ func (s *Service) CheckpointAndStop(ctx context.Context, jobID int64, reason str
 type Preemption struct {
 	JobID  int64
 	Reason string // in words, e.g. "preempted by job 12 (production)"
+	For    int64  // the job it makes room for
 }
 
 // preempt applies the plan's preemptions; a victim that is no longer running or

@@ -32,6 +32,44 @@ func New(st *store.Store, log *audit.Log, dispatch Kicker) *Service {
 // Submit validates spec and queues it as a job of user. Bad input is a
 // *models.FieldError and stores nothing.
 func (s *Service) Submit(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
+	return s.submit(ctx, user, spec, nil)
+}
+
+// Resubmit queues a new job of user like the earlier job j: its re-run. The audit
+// entry names the job it re-runs.
+func (s *Service) Resubmit(ctx context.Context, user *models.User, j *models.Job) (*models.Job, error) {
+	spec, err := s.SpecOf(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(ctx, user, spec, &j.ID)
+}
+
+func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, rerunOf *int64) (*models.Job, error) {
+	j, err := s.build(ctx, user, spec)
+	if err != nil {
+		return nil, err
+	}
+	detail := map[string]any{"name": j.Name, "gpus": j.GPUs, "gpu_milli": j.GPUMilli, "replicas": j.Replicas, "priority_class": j.PriorityClass}
+	if rerunOf != nil {
+		detail["rerun_of"] = *rerunOf
+	}
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CreateJob(ctx, j, "user:"+user.Username); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10),
+			ProjectID: &j.ProjectID, Detail: detail})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.dispatch.Kick()
+	return j, nil
+}
+
+// build validates spec and turns it into the job Submit would store, without storing it.
+func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -58,6 +96,7 @@ func (s *Service) Submit(ctx context.Context, user *models.User, spec Spec) (*mo
 		GPUModel: spec.Resources.GPUModel, MIGProfile: spec.Resources.MIGProfile, CPUMilli: spec.Resources.CPUMilli,
 		MemoryMiB: spec.Resources.MemoryMiB, ScratchMiB: spec.Resources.ScratchMiB, Replicas: spec.Replicas,
 		PriorityClass: class.Name, Preemptible: class.Preemptible, Spot: spec.Spot, MaxRetries: spec.MaxRetries,
+		ExpectedRunSec: spec.ExpectedRunSec,
 	}
 	if spec.Preemptible != nil {
 		j.Preemptible = *spec.Preemptible
@@ -77,17 +116,6 @@ func (s *Service) Submit(ctx context.Context, user *models.User, spec Spec) (*mo
 		}
 		j.Env = string(env)
 	}
-	err = s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.CreateJob(ctx, j, "user:"+user.Username); err != nil {
-			return err
-		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10),
-			ProjectID: &j.ProjectID, Detail: map[string]any{"name": j.Name, "gpus": j.GPUs, "gpu_milli": j.GPUMilli, "replicas": j.Replicas, "priority_class": j.PriorityClass}})
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.dispatch.Kick()
 	return j, nil
 }
 
@@ -121,6 +149,41 @@ func (s *Service) resolveImage(ctx context.Context, project *models.Project, ima
 	}
 	j.ImageRef = ref.String()
 	return nil
+}
+
+// SpecOf is the spec that submits a job like j again, for re-running and cloning it:
+// its catalog image by name (else its image reference), command, environment,
+// resources and policy.
+func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
+	p, err := s.store.ProjectByID(ctx, j.ProjectID)
+	if err != nil {
+		return Spec{}, fmt.Errorf("spec of job %d: %w", j.ID, err)
+	}
+	preemptible := j.Preemptible
+	spec := Spec{
+		Project: p.Name, Name: j.Name, Image: j.ImageRef, PriorityClass: j.PriorityClass, Preemptible: &preemptible, Spot: j.Spot,
+		Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
+		Resources: Resources{
+			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,
+			MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
+		},
+	}
+	if j.ImageID != nil {
+		img, err := s.store.ImageByID(ctx, *j.ImageID)
+		if err != nil {
+			return Spec{}, fmt.Errorf("spec of job %d: %w", j.ID, err)
+		}
+		spec.Image = img.Name
+	}
+	if err := json.Unmarshal([]byte(j.Command), &spec.Command); err != nil {
+		return Spec{}, fmt.Errorf("spec of job %d: command: %w", j.ID, err)
+	}
+	if j.Env != "" {
+		if err := json.Unmarshal([]byte(j.Env), &spec.Env); err != nil {
+			return Spec{}, fmt.Errorf("spec of job %d: env: %w", j.ID, err)
+		}
+	}
+	return spec, nil
 }
 
 // Job returns the job with id.

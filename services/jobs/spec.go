@@ -26,6 +26,9 @@ type Spec struct {
 	Spot        bool  `json:"spot,omitempty"`
 	Replicas    int   `json:"replicas,omitempty"`
 	MaxRetries  int   `json:"max_retries,omitempty"`
+	// ExpectedRunSec is how long the job expects to run; 0 for unknown. The scheduler
+	// lets short jobs backfill holes that longer ones may not.
+	ExpectedRunSec int64 `json:"expected_run_sec,omitempty"`
 }
 
 // Resources is what one replica asks for.

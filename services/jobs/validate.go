@@ -19,6 +19,7 @@ const (
 	MaxGPUs         = 64
 	MaxReplicas     = 64
 	MaxRetries      = 10
+	MaxExpectedRun  = 90 * 24 * 3600 // seconds
 )
 
 var (
@@ -56,6 +57,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.MaxRetries < 0 || s.MaxRetries > MaxRetries {
 		return models.Invalid("max_retries", "must be between 0 and %d", MaxRetries)
+	}
+	if s.ExpectedRunSec < 0 || s.ExpectedRunSec > MaxExpectedRun {
+		return models.Invalid("expected_run_sec", "must be between 0 (unknown) and %d seconds (90 days)", MaxExpectedRun)
 	}
 	if s.PriorityClass == "" {
 		s.PriorityClass = "research"

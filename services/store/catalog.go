@@ -25,6 +25,15 @@ func (s *Store) ImageByName(ctx context.Context, name string) (*models.Image, er
 	return &img, nil
 }
 
+// ImageByID returns the catalog entry with id.
+func (s *Store) ImageByID(ctx context.Context, id int64) (*models.Image, error) {
+	var img models.Image
+	if err := translate(s.with(ctx).First(&img, id).Error); err != nil {
+		return nil, fmt.Errorf("image %d: %w", id, err)
+	}
+	return &img, nil
+}
+
 // Images returns the whole catalog, certified first, then by name.
 func (s *Store) Images(ctx context.Context) ([]models.Image, error) {
 	return s.ImagesMatching(ctx, ImageFilter{})
