@@ -24,6 +24,7 @@ type Handler struct {
 	log      *slog.Logger
 	dispatch *dispatch.Service
 	jobs     *jobs.Service
+	preview  *jobs.Previewer
 	identity *identity.Service
 	authz    *authz.Authorizer
 	audit    *audit.Log
@@ -40,6 +41,8 @@ type Handler struct {
 type Services struct {
 	Dispatch *dispatch.Service
 	Jobs     *jobs.Service
+	// Preview tells the submit form what a job would cost and whether it would start.
+	Preview  *jobs.Previewer
 	Identity *identity.Service
 	Authz    *authz.Authorizer
 	Audit    *audit.Log
@@ -55,6 +58,6 @@ type Services struct {
 
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
-	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs,
+	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs, preview: svc.Preview,
 		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, dir: svc.Directory, secureCookies: svc.SecureCookies}
 }

@@ -129,7 +129,7 @@ func (m *matrix) fill(path string, own bool) string {
 		case ":project":
 			return m.projects[own].Name
 		case ":id":
-			if strings.HasPrefix(path, "/api/v1/jobs/") {
+			if strings.HasPrefix(path, "/api/v1/jobs/") || strings.HasPrefix(path, "/jobs/") {
 				return fmt.Sprint(m.jobs[own].ID)
 			}
 			return "1"
@@ -232,6 +232,9 @@ var routeAccess = map[string]string{
 	"GET /admin/audit":                               "audit:read",
 	"GET /admin/audit/export":                        "audit:read",
 	"GET /api/v1/jobs":                               "signed-in",
+	"GET /jobs/new":                                  "signed-in",
+	"POST /jobs":                                     "jobs:write",
+	"POST /jobs/:id/rerun":                           "jobs:write",
 	"POST /api/v1/jobs":                              "jobs:write",
 	"GET /api/v1/jobs/:id":                           "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",

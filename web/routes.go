@@ -87,6 +87,12 @@ func routes(h *handlers.Handler) []route {
 		// The jobs list shows only jobs of projects where the caller reads jobs (all for
 		// admins and auditors): the handler narrows it, as the cost page does.
 		{"GET", "/api/v1/jobs", SignedIn(), h.JobsAPIIndex},
+
+		// Job pages: the form lists only projects where the user may submit.
+		{"GET", "/jobs/new", SignedIn(), h.JobNew},
+		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobSubmit},
+		{"POST", "/jobs/:id/rerun", InProjectOfJob(authz.Jobs, authz.Write), h.JobRerun},
+
 		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},

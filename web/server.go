@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/handlers"
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/directory"
@@ -20,6 +21,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/services/telemetry/exporter"
 	"github.com/gantry-gpu/gantry/static"
 )
@@ -64,14 +66,17 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Metrics == nil {
 		cfg.Metrics = exporter.New(cfg.Store, now, exporter.Config{})
 	}
-	// A nil *dispatch.Service in the interface would not be a nil Stopper.
+	// A nil *dispatch.Service in an interface would not be a nil Stopper or Kicker.
 	var stop directory.Stopper
+	var kick jobs.Kicker
 	if cfg.Dispatch != nil {
-		stop = cfg.Dispatch
+		stop, kick = cfg.Dispatch, cfg.Dispatch
 	}
+	js := jobs.New(cfg.Store, al, kick)
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
 		Dispatch:      cfg.Dispatch,
-		Jobs:          jobs.New(cfg.Store, al, cfg.Dispatch),
+		Jobs:          js,
+		Preview:       jobs.NewPreviewer(js, previewDeps(cfg, now)),
 		Identity:      id,
 		Authz:         az,
 		Audit:         al,
@@ -88,6 +93,23 @@ func NewRouter(cfg Config) http.Handler {
 	r.StaticFS("/static", http.FS(static.FS))
 	r.NoRoute(h.NotFound)
 	return r
+}
+
+// previewDeps are what the submit form's preview asks: the scheduler (when this server
+// has dispatch), the rate cards and GPU history.
+func previewDeps(cfg Config, now func() time.Time) jobs.PreviewDeps {
+	d := jobs.PreviewDeps{Now: now}
+	if cfg.Dispatch != nil {
+		d.Placements = cfg.Dispatch
+	}
+	// Both only fail on a bad configuration, and their defaults are good ones.
+	if acc, err := accounting.New(cfg.Store, accounting.Config{}); err == nil {
+		d.Prices = acc
+	}
+	if tel, err := telemetry.New(cfg.Store, telemetry.Config{}); err == nil {
+		d.History = tel
+	}
+	return d
 }
 
 // shutdownGrace bounds how long in-flight requests may finish after a stop signal.

@@ -1,0 +1,32 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// jobPageParam loads the job named by the :id path parameter of a page, or answers
+// with an error page.
+func (h *Handler) jobPageParam(c *gin.Context) *models.Job {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.errorPage(c, http.StatusBadRequest, "No such job", "A job is named by its number, e.g. /jobs/12.")
+		return nil
+	}
+	j, err := h.jobs.Job(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		h.errorPage(c, http.StatusNotFound, "No such job", "There is no job "+c.Param("id")+". Find yours on the jobs list.")
+		return nil
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return nil
+	}
+	return j
+}

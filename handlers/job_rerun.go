@@ -1,0 +1,40 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// JobRerun submits a new job like job :id and opens its page. One that cannot run
+// again as it was (its image was deprecated since) opens the form with the copy and
+// the reason.
+func (h *Handler) JobRerun(c *gin.Context) {
+	j := h.jobPageParam(c)
+	if j == nil {
+		return
+	}
+	ctx := c.Request.Context()
+	again, err := h.jobs.Resubmit(ctx, principal(c).User, j)
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		spec, serr := h.jobs.SpecOf(ctx, j)
+		if serr != nil {
+			h.serverError(c, serr)
+			return
+		}
+		d := templates.JobNewData{Form: formOfSpec(spec, j.ImageID != nil)}
+		d.Field, d.Error = formError(d.Form, fe)
+		h.renderJobNew(c, http.StatusBadRequest, d, false)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.jobSubmitted(c, again)
+}

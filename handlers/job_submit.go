@@ -1,0 +1,42 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// JobSubmit submits the form's job and opens its page; a bad form is shown again with
+// the field and what is wrong with it, and nothing is stored.
+func (h *Handler) JobSubmit(c *gin.Context) {
+	form := jobFormOf(c.Request.PostForm)
+	spec, err := specOfForm(form)
+	var j *models.Job
+	if err == nil {
+		j, err = h.jobs.Submit(c.Request.Context(), principal(c).User, spec)
+	}
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		d := templates.JobNewData{Form: form}
+		d.Field, d.Error = formError(form, fe)
+		h.renderJobNew(c, http.StatusBadRequest, d, false)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.jobSubmitted(c, j)
+}
+
+// jobSubmitted sends the browser to the page of a job just queued.
+func (h *Handler) jobSubmitted(c *gin.Context, j *models.Job) {
+	id := strconv.FormatInt(j.ID, 10)
+	c.Redirect(http.StatusSeeOther, "/jobs/"+id+"?notice="+url.QueryEscape("Job "+id+" ("+j.Name+") is queued. This page follows it live."))
+}

@@ -1,0 +1,343 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web"
+)
+
+// jobSite is a site whose server runs dispatch with the production scheduler (the
+// loop itself runs only where a test starts it).
+type jobSite struct {
+	*site
+	disp  *dispatch.Service
+	audit *audit.Log
+}
+
+func newJobSite(t *testing.T, st *store.Store) *jobSite {
+	t.Helper()
+	s := buildJobSite(t, st)
+	s.t = t
+	return s
+}
+
+// buildJobSite builds the site for t or a fuzz target; its helpers need s.t set.
+func buildJobSite(t testing.TB, st *store.Store) *jobSite {
+	t.Helper()
+	s := &site{st: st, clock: &testClock{t: time.Now().UTC()}}
+	opts := identity.Options{BcryptCost: bcrypt.MinCost}
+	al := audit.New(st, time.Now)
+	s.az = authz.New(st, al)
+	s.id = identity.New(st, al, s.az, time.Now, opts)
+	var err error
+	if s.password, err = s.id.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := dispatch.DefaultConfig()
+	cfg.TickInterval, cfg.HeartbeatInterval, cfg.NodeTimeout, cfg.LeaseRecheck = 100*time.Millisecond, 250*time.Millisecond, 5*time.Second, 200*time.Millisecond
+	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Now: time.Now, Log: log}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = httptest.NewServer(web.NewRouter(web.Config{Store: st, Version: "v0.0.0-test", Log: log, Dispatch: d, Auth: opts}))
+	t.Cleanup(s.srv.Close)
+	return &jobSite{site: s, disp: d, audit: al}
+}
+
+// user creates a user with role in project and signs them in.
+func (s *jobSite) user(name, project, role string) *http.Client {
+	s.t.Helper()
+	c, u := s.member(name)
+	p, err := s.st.ProjectByName(context.Background(), project)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.az.SetProjectRole(context.Background(), u, p, role); err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// join registers a node with simulated GPUs through the agent protocol.
+func (s *jobSite) join(name, gpus string) {
+	s.t.Helper()
+	ctx := context.Background()
+	token, _, err := dispatch.CreateJoinToken(ctx, s.st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: name, TTL: time.Hour})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sim, err := gpu.NewSimulated(gpus, name, time.Now)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	inv, err := sim.Discover(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.disp.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess, CPUMilli: 32000, MemoryMiB: 262144, Inventory: inv}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// jobForm is a valid submit form for project default.
+func jobForm(token string) url.Values {
+	return url.Values{"csrf_token": {token}, "project": {"default"}, "name": {"train-1"}, "command": {`python train.py --note 'two words'`},
+		"env": {"EPOCHS=3\n# a comment\nLR=0.1"}, "preset": {"share-small"}, "gpus": {"1"}, "gpu_share": {"0.25"}, "gpu_memory_gib": {"8"},
+		"cpu_cores": {"2"}, "memory_gib": {"8"}, "replicas": {"1"}, "priority_class": {"research"}, "expected_run": {"1h30m"}, "retries": {"2"}}
+}
+
+var locationJob = regexp.MustCompile(`^/jobs/(\d+)\?notice=`)
+
+func TestSubmitJobThroughTheForm(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		res, body := s.send(ada, "GET", "/jobs/new", "", nil)
+		if res.StatusCode != 200 || !strings.Contains(body, `<option value="default" selected>default</option>`) || !strings.Contains(body, "1 small share") {
+			t.Fatalf("form = %d %s", res.StatusCode, body)
+		}
+		token := s.csrf(ada, "/jobs/new")
+
+		bad := []struct{ name, field, value, says string }{
+			{"open quote", "command", `python 'train.py`, "Command: has a quote that does not close"},
+			{"no command", "command", "", "Command: is required"},
+			{"env line", "env", "EPOCHS=3\nnot a pair", "Environment: line 2 is not NAME=value"},
+			{"env name", "env", "A-B=1", `Environment: "A-B" is not a variable name`},
+			{"reserved env", "env", "CUDA_VISIBLE_DEVICES=0", "Environment: CUDA_VISIBLE_DEVICES is set by Gantry"},
+			{"gpus", "gpus", "many", "GPUs: must be a whole number from 0 to 64"},
+			{"share", "gpu_share", "1.5", "GPU share: is a fraction of one GPU"},
+			{"negative RAM", "memory_gib", "-1", "RAM: must be a number of 0 or more"},
+			{"run time", "expected_run", "soon", "Expected run time: is a duration such as 45m"},
+			{"class", "priority_class", "urgent", `Priority class: there is no priority class "urgent"`},
+			{"custom image", "custom_image", "docker.io/me/train:1", "Custom image: \"docker.io/me/train:1\" is not in the image catalog, and project default allows only catalog images"},
+			{"mig and share", "mig_profile", "1g.10gb", "MIG profile: a MIG profile is one slice"},
+		}
+		for _, b := range bad {
+			f := jobForm(token)
+			f.Set(b.field, b.value)
+			res, body := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `data-testid="form-error">`+escape(b.says)) {
+				t.Errorf("%s: %d, want 400 saying %q; page: %s", b.name, res.StatusCode, b.says, formErrorOf(body))
+				continue
+			}
+			if !strings.Contains(body, `name="`+b.field+`"`) || !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-invalid`).MatchString(body) {
+				t.Errorf("%s: the field %s is not marked invalid", b.name, b.field)
+			}
+			if !strings.Contains(body, `value="train-1"`) {
+				t.Errorf("%s: the form lost what was typed", b.name)
+			}
+		}
+		if n, err := st.JobCountsByState(ctx); err != nil || len(n) != 0 {
+			t.Fatalf("bad forms stored jobs: %v %v", n, err)
+		}
+
+		res, _ = s.send(ada, "POST", "/jobs", jobForm(token).Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || m == nil {
+			t.Fatalf("submit = %d → %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		j := jobByID(t, st, m[1])
+		if j.Command != `["python","train.py","--note","two words"]` || j.Env != `{"EPOCHS":"3","LR":"0.1"}` || j.GPUs != 1 || j.GPUMilli != 250 ||
+			j.GPUMemoryMiB != 8192 || j.CPUMilli != 2000 || j.MemoryMiB != 8192 || j.ExpectedRunSec != 5400 || j.MaxRetries != 2 || j.State != models.JobQueued {
+			t.Fatalf("stored job = %+v", j)
+		}
+
+		// A clone is the same form again; a re-run a new job at once.
+		res, body = s.send(ada, "GET", "/jobs/new?clone="+m[1], "", nil)
+		if res.StatusCode != 200 || !strings.Contains(body, `value="python train.py --note &#39;two words&#39;"`) || !strings.Contains(body, "EPOCHS=3\nLR=0.1</textarea>") ||
+			!strings.Contains(body, `<option value="share-small" selected>`) || !strings.Contains(body, `value="1h30m"`) {
+			t.Fatalf("clone form = %d %s", res.StatusCode, body[strings.Index(body, "<form id"):])
+		}
+		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || again == nil || again[1] == m[1] {
+			t.Fatalf("re-run = %d → %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		if r := jobByID(t, st, again[1]); r.Command != j.Command || r.GPUMilli != 250 || r.Env != j.Env {
+			t.Fatalf("re-run job = %+v", r)
+		}
+
+		// A viewer may read but not submit: the form says what to do, the POST is refused.
+		vic := s.user("vic", "default", models.RoleViewer)
+		if res, body := s.send(vic, "GET", "/jobs/new", "", nil); res.StatusCode != 200 || !strings.Contains(body, `data-testid="no-projects"`) {
+			t.Fatalf("form for a viewer = %d", res.StatusCode)
+		}
+		if res, _ := s.send(vic, "POST", "/jobs", jobForm(s.csrf(vic, "/jobs/new")).Encode(), nil); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("submit as viewer = %d, want 403", res.StatusCode)
+		}
+		if res, _ := s.send(vic, "GET", "/jobs/new?clone="+m[1], "", nil); res.StatusCode != 200 {
+			t.Fatalf("clone as a viewer of the project = %d", res.StatusCode)
+		}
+		out := s.user("olga", "default", models.RoleViewer)
+		if err := s.az.RemoveFromProject(ctx, userByName(t, st, "olga"), projectByName(t, st, "default")); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := s.send(out, "GET", "/jobs/new?clone="+m[1], "", nil); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("clone of another project's job = %d, want 403", res.StatusCode)
+		}
+	})
+}
+
+// The preview, asked for as fields change, says what the form's job would cost and
+// whether it could start; a profile and the recommendation fill in the fields.
+func TestSubmitFormPreview(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ada := s.user("ada", "default", models.RoleMember)
+		htmx := map[string]string{"HX-Request": "true"}
+		preview := func(f url.Values) string {
+			t.Helper()
+			f.Del("csrf_token")
+			res, body := s.send(ada, "GET", "/jobs/new?"+f.Encode(), "", htmx)
+			if res.StatusCode != 200 {
+				t.Fatalf("preview = %d", res.StatusCode)
+			}
+			i := strings.Index(body, `id="preview"`)
+			if i < 0 {
+				t.Fatalf("no preview in %s", body)
+			}
+			return body[i:]
+		}
+		f := jobForm("")
+		if p := preview(f); !strings.Contains(p, "the cluster has no nodes") || !strings.Contains(p, "No rates are set") {
+			t.Fatalf("preview on an empty cluster: %s", p)
+		}
+		f.Set("gpus", "x")
+		if p := preview(f); !strings.Contains(p, "Fix this first: GPUs: must be a whole number") {
+			t.Fatalf("preview of a bad form: %s", p)
+		}
+		s.join("gpu-l", "1xL4-24GB")
+		acc := mustAccounting(t, st)
+		if _, err := acc.CreateRate(context.Background(), models.CostRate{Resource: "gpu", GPUModel: "L4-24GB", RateMicros: 800_000, EffectiveFrom: time.Now().Add(-time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		f = jobForm("")
+		p := preview(f)
+		if !strings.Contains(p, "Yes: it would start now on node gpu-l: 250 milli-GPU of one L4-24GB") || !strings.Contains(p, "<strong>0.20</strong> per hour") ||
+			!strings.Contains(p, "≈ 0.30 for the expected 1h30m") || !strings.Contains(p, "Without a rate, not counted: cpu, ram") {
+			t.Fatalf("preview with a node and a rate: %s", p)
+		}
+		f.Set("gpus", "2")
+		f.Set("gpu_share", "")
+		if p := preview(f); !strings.Contains(p, "Not now: no node has room for 2 × GPU") || !strings.Contains(p, "<strong>1.60</strong> per hour") {
+			t.Fatalf("preview of two GPUs on one: %s", p)
+		}
+		// Choosing a profile fills in its fields.
+		f.Set("preset", "8x80-nvlink")
+		f.Set("apply", "preset")
+		_, body := s.send(ada, "GET", "/jobs/new?"+f.Encode(), "", htmx)
+		if !strings.Contains(body, `id="f-gpus" name="gpus" value="8"`) || !strings.Contains(body, `id="f-memory_gib" name="memory_gib" value="512"`) {
+			t.Fatalf("the 8×80 profile was not filled in: %s", body)
+		}
+	})
+}
+
+func escape(s string) string {
+	return strings.NewReplacer(`"`, "&#34;", "'", "&#39;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+var formErrorRE = regexp.MustCompile(`data-testid="form-error">([^<]*)<`)
+
+func formErrorOf(body string) string {
+	if m := formErrorRE.FindStringSubmatch(body); m != nil {
+		return m[1]
+	}
+	return "(no error shown)"
+}
+
+func jobByID(t *testing.T, st *store.Store, id string) *models.Job {
+	t.Helper()
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.JobByID(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func mustAccounting(t *testing.T, st *store.Store) *accounting.Accounting {
+	t.Helper()
+	acc, err := accounting.New(st, accounting.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc
+}
+
+func userByName(t *testing.T, st *store.Store, name string) *models.User {
+	t.Helper()
+	u, err := st.UserByUsername(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func projectByName(t *testing.T, st *store.Store, name string) *models.Project {
+	t.Helper()
+	p, err := st.ProjectByName(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// No form sent to POST /jobs gets a server error: bad ones are a 400 with the form.
+func FuzzSubmitForm(f *testing.F) {
+	for _, seed := range []string{
+		jobForm("").Encode(),
+		"project=default&command=%27&gpus=1", "project=default&gpu_share=1e400", "project=default&env=%3D",
+		"project=default&name=x&command=a&memory_gib=-0", "project=default&name=%00&command=a", "project=default&custom_image=%20",
+		"project=nope&name=x&command=a", "project=default&name=x&command=a&replicas=65", "project=default&name=x&command=a&mig_profile=7g.80gb",
+	} {
+		f.Add(seed)
+	}
+	s := buildJobSite(f, storetest.Open(f, store.Config{DataDir: f.TempDir()}))
+	var c *http.Client
+	var token string
+	f.Fuzz(func(t *testing.T, form string) {
+		s.t = t
+		if c == nil {
+			c = s.signIn("admin", s.password)
+			token = s.csrf(c, "/jobs/new")
+		}
+		res, body := s.send(c, "POST", "/jobs", form+"&csrf_token="+url.QueryEscape(token), nil)
+		if res.StatusCode >= 500 {
+			t.Fatalf("POST /jobs %q = %d: %s", form, res.StatusCode, body)
+		}
+	})
+}
