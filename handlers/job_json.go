@@ -28,14 +28,16 @@ type jobJSON struct {
 	Spot          bool              `json:"spot"`
 	Replicas      int               `json:"replicas"`
 	MaxRetries    int               `json:"max_retries"`
-	Retries       int               `json:"retries"`
-	Attempt       int               `json:"attempt"`
-	ExitCode      *int              `json:"exit_code"`
-	SubmittedAt   time.Time         `json:"submitted_at"`
-	StartedAt     *time.Time        `json:"started_at"`
-	FinishedAt    *time.Time        `json:"finished_at"`
-	Events        []jobEventJSON    `json:"events,omitempty"`
-	Allocations   []allocationJSON  `json:"allocations,omitempty"`
+	// ExpectedRunSec is how long it expects to run; 0 for unknown.
+	ExpectedRunSec int64            `json:"expected_run_sec,omitempty"`
+	Retries        int              `json:"retries"`
+	Attempt        int              `json:"attempt"`
+	ExitCode       *int             `json:"exit_code"`
+	SubmittedAt    time.Time        `json:"submitted_at"`
+	StartedAt      *time.Time       `json:"started_at"`
+	FinishedAt     *time.Time       `json:"finished_at"`
+	Events         []jobEventJSON   `json:"events,omitempty"`
+	Allocations    []allocationJSON `json:"allocations,omitempty"`
 }
 
 type jobEventJSON struct {
@@ -65,7 +67,7 @@ func jobView(j *models.Job, project, user string) jobJSON {
 	v := jobJSON{
 		ID: j.ID, Name: j.Name, Project: project, User: user, State: j.State, StateReason: j.StateReason,
 		PendingReason: j.PendingReason, Image: j.ImageRef, PriorityClass: j.PriorityClass,
-		Preemptible: j.Preemptible, Spot: j.Spot, Replicas: j.Replicas, MaxRetries: j.MaxRetries,
+		Preemptible: j.Preemptible, Spot: j.Spot, Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
 		Retries: j.Retries, Attempt: j.Attempt, ExitCode: j.ExitCode, SubmittedAt: j.SubmittedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		Resources: jobs.Resources{
