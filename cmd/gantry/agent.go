@@ -20,8 +20,9 @@ import (
 type agentOpts struct {
 	server, joinToken, dataDir, name, runtime string
 	simulateGPUs, checkpointDir               string
+	interruptionURL, interruptionFormat       string
 	cpuMilli, memoryMiB, scratchMiB           int64
-	pollWait                                  time.Duration
+	pollWait, interruptionPoll                time.Duration
 	probe                                     bool
 }
 
@@ -69,6 +70,7 @@ GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unle
 				Server: o.server, JoinToken: o.joinToken, DataDir: o.dataDir, Name: o.name, Runtime: o.runtime,
 				Version: version, Shim: shim, GPUs: gpus, CPUMilli: o.cpuMilli, MemoryMiB: o.memoryMiB,
 				ScratchMiB: o.scratchMiB, CheckpointRoot: o.checkpointDir, PollWait: o.pollWait,
+				InterruptionURL: o.interruptionURL, InterruptionFormat: o.interruptionFormat, InterruptionPoll: o.interruptionPoll,
 				HTTP: &http.Client{}, Log: log,
 			})
 			if err != nil {
@@ -90,6 +92,10 @@ GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unle
 	f.Int64Var(&o.scratchMiB, "scratch-mib", 0, "scratch disk offered to jobs in MiB (default: free space of --data-dir)")
 	f.DurationVar(&o.pollWait, "poll-wait", 25*time.Second, "how long one lease poll waits on the server for work")
 	f.BoolVar(&o.probe, "probe", false, "print the GPUs found and one sample of their telemetry, then exit")
+	f.StringVar(&o.interruptionURL, "interruption-url", "", "spot interruption notice to watch: http://169.254.169.254/latest/meta-data/spot/instance-action (AWS), "+
+		"http://metadata.google.internal/computeMetadata/v1/instance/preempted (GCP), http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01 (Azure)")
+	f.StringVar(&o.interruptionFormat, "interruption-format", "", "format of --interruption-url: aws, gcp or azure (default: from the URL)")
+	f.DurationVar(&o.interruptionPoll, "interruption-poll", 5*time.Second, "how often --interruption-url is read")
 	cmd.AddCommand(newAgentShimCmd())
 	return cmd
 }

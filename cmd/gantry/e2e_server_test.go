@@ -13,6 +13,9 @@ import (
 
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/pools/autoscale"
+	"github.com/gantry-gpu/gantry/services/scheduler"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/web"
@@ -26,6 +29,8 @@ const e2eServerEnv = "GANTRY_E2E_SERVER"
 type e2eServerConfig struct {
 	DataDir string
 	Addr    string
+	// Autoscale runs the pools autoscaler with e2eAutoscale's short timings.
+	Autoscale bool
 }
 
 // e2eTimings are short so that a node is lost within seconds.
@@ -67,15 +72,22 @@ func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	sched, err := productionScheduler(ctx, st)
+	core, err := configuredScheduler(ctx, st)
 	if err != nil {
 		return err
 	}
 	d, err := dispatch.New(dispatch.Deps{
-		Store: st, Scheduler: sched, Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
+		Store: st, Scheduler: dispatch.NewPlacer(core), Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
 	}, e2eTimings)
 	if err != nil {
 		return err
+	}
+	if cfg.Autoscale {
+		loop, err := e2eAutoscaler(st, d, core, log, "http://"+cfg.Addr)
+		if err != nil {
+			return err
+		}
+		go loop.Run(ctx)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -84,4 +96,21 @@ func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) er
 	go d.Run(ctx)
 	fmt.Println("serving")
 	return web.Serve(ctx, ln, web.NewRouter(web.Config{Store: st, Version: "e2e", Log: log, Dispatch: d}), log)
+}
+
+// e2eAutoscaler is the pools autoscaler with timings short enough for a test: nodes
+// idle for 3 s go, cool-downs of a second.
+func e2eAutoscaler(st *store.Store, d *dispatch.Service, core *scheduler.Scheduler, log *slog.Logger, server string) (*pools.Autoscaler, error) {
+	svc, err := pools.New(pools.Deps{Store: st, Audit: audit.New(st, time.Now), Fleet: d, Now: time.Now, Log: log},
+		pools.Config{Server: server, BootTimeout: time.Minute, ListGrace: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	dec, err := autoscale.New(core, autoscale.Config{ScaleUpCooldown: time.Second, ScaleDownDelay: time.Second, IdleTimeout: 3 * time.Second,
+		MaxBatch: 5, BudgetHorizon: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	return pools.NewAutoscaler(svc, dec, d, nil, pools.LoopConfig{Every: 200 * time.Millisecond, ReconcileEvery: 300 * time.Millisecond,
+		SampleEvery: time.Second, SampleRetention: time.Hour, DrainGrace: time.Second})
 }

@@ -39,6 +39,8 @@ type cluster struct {
 	user   *models.User
 	server *proc
 	agents map[string]*proc
+	// autoscale makes the control plane run the pools autoscaler too.
+	autoscale bool
 }
 
 // proc is a process the test started, with its log in a file.
@@ -64,7 +66,8 @@ type noKick struct{}
 
 func (noKick) Kick() {}
 
-func newCluster(t *testing.T) *cluster {
+// newCluster starts a control plane; options change the cluster before it starts.
+func newCluster(t *testing.T, options ...func(*cluster)) *cluster {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,6 +105,9 @@ func newCluster(t *testing.T) *cluster {
 	}
 	if err := c.st.CreateProject(c.ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range options {
+		o(c)
 	}
 	t.Cleanup(c.stop)
 	c.startServer()
@@ -193,19 +199,20 @@ func (c *cluster) start(cmd *exec.Cmd, logPath, ready string) *proc {
 
 func (c *cluster) startServer() {
 	c.t.Helper()
-	cfg, _ := json.Marshal(e2eServerConfig{DataDir: filepath.Join(c.dir, "server"), Addr: c.addr})
+	cfg, _ := json.Marshal(e2eServerConfig{DataDir: filepath.Join(c.dir, "server"), Addr: c.addr, Autoscale: c.autoscale})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(cleanEnv(), e2eServerEnv+"="+string(cfg))
 	c.server = c.start(cmd, filepath.Join(c.dir, "server.log"), "serving")
 }
 
-// startAgent runs `gantry agent` as node name with simulated GPUs, joining the
-// first time with a fresh join token.
-func (c *cluster) startAgent(name, gpus string) *proc {
+// startAgent runs `gantry agent` as node name with simulated GPUs and extra flags,
+// joining the first time with a fresh join token.
+func (c *cluster) startAgent(name, gpus string, extra ...string) *proc {
 	c.t.Helper()
 	dataDir := filepath.Join(c.dir, "agents", name)
 	args := []string{"agent", "--server", c.url, "--data-dir", dataDir, "--name", name, "--simulate-gpus", gpus,
 		"--poll-wait", "5s", "--cpu-milli", "4000", "--memory-mib", "8192", "--scratch-mib", "10000", "--log-level", "debug"}
+	args = append(args, extra...)
 	if _, err := os.Stat(filepath.Join(dataDir, "node.json")); err != nil {
 		token, _, err := dispatch.CreateJoinToken(c.ctx, c.st, c.audit, time.Now(), dispatch.JoinTokenSpec{Name: "e2e-" + name, TTL: time.Hour})
 		if err != nil {

@@ -20,6 +20,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The provider's script runs under the e2e server, so it inherits the server's variable.
+	if dir := os.Getenv(e2eProviderEnv); dir != "" {
+		os.Exit(e2eProviderMain(dir))
+	}
 	if cfg := os.Getenv(e2eServerEnv); cfg != "" {
 		os.Exit(e2eServerMain(cfg))
 	}

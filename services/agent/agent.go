@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +40,15 @@ type Config struct {
 	CheckpointRoot string
 	// PollWait is how long one lease poll may wait on the server.
 	PollWait time.Duration
-	HTTP     *http.Client
-	Log      *slog.Logger
+	// InterruptionURL is the instance-metadata endpoint that announces a spot
+	// interruption; empty watches none. InterruptionFormat is NoticeAWS, NoticeGCP or
+	// NoticeAzure (guessed from the URL when empty); InterruptionPoll is how often it
+	// is read (5 s when zero).
+	InterruptionURL    string
+	InterruptionFormat string
+	InterruptionPoll   time.Duration
+	HTTP               *http.Client
+	Log                *slog.Logger
 }
 
 // Agent is the node agent.
@@ -51,6 +60,10 @@ type Agent struct {
 	heartbeatEvery atomic.Int64 // ns
 	nodeTimeout    atomic.Int64 // ns
 	killGraceNS    atomic.Int64
+
+	// notice watches for a spot interruption; nil when no endpoint is set.
+	notice  *noticeWatcher
+	beatNow chan struct{}
 
 	mu       sync.Mutex
 	attempts map[agentapi.AttemptRef]*attempt
@@ -83,7 +96,23 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, client: c, log: cfg.Log, attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{}}
+	a := &Agent{cfg: cfg, client: c, log: cfg.Log, attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{},
+		beatNow: make(chan struct{}, 1)}
+	if cfg.InterruptionURL != "" {
+		format := cfg.InterruptionFormat
+		if format == "" {
+			if format, err = NoticeFormatOf(cfg.InterruptionURL); err != nil {
+				return nil, fmt.Errorf("--interruption-url: %w", err)
+			}
+		} else if !slices.Contains(NoticeFormats, format) {
+			return nil, fmt.Errorf("--interruption-format %q: want one of %s", format, strings.Join(NoticeFormats, ", "))
+		}
+		every := cfg.InterruptionPoll
+		if every <= 0 {
+			every = 5 * time.Second
+		}
+		a.notice = &noticeWatcher{endpoint: cfg.InterruptionURL, format: format, every: every, http: cfg.HTTP, log: cfg.Log, now: time.Now}
+	}
 	a.setTiming(agentapi.Timing{HeartbeatIntervalMS: 5000, NodeTimeoutMS: 30000, KillGraceMS: 10000})
 	return a, nil
 }
@@ -132,6 +161,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer loops.Done(); a.heartbeatLoop(ctx, cancel) }()
 	go func() { defer loops.Done(); a.leaseLoop(ctx, cancel) }()
 	go func() { defer loops.Done(); a.enforceMemory(ctx) }()
+	if a.notice != nil {
+		loops.Add(1)
+		go func() { defer loops.Done(); a.notice.run(ctx, a.beatSoon) }()
+	}
 	loops.Wait()
 	a.wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -184,12 +217,21 @@ func (a *Agent) ensureJoined(ctx context.Context) (*identity, error) {
 	}
 }
 
+// beatSoon asks for a heartbeat now: it carries news the server must have at once.
+func (a *Agent) beatSoon() {
+	select {
+	case a.beatNow <- struct{}{}:
+	default:
+	}
+}
+
 // heartbeatLoop heartbeats and renews the lease that keeps the node's jobs alive.
 func (a *Agent) heartbeatLoop(ctx context.Context, fatal context.CancelCauseFunc) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-a.beatNow:
 		case <-time.After(time.Duration(a.heartbeatEvery.Load())):
 		}
 		if err := a.beat(ctx); err != nil {
@@ -225,7 +267,7 @@ func (a *Agent) beat(ctx context.Context) error {
 }
 
 func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, error) {
-	req := agentapi.HeartbeatRequest{}
+	req := agentapi.HeartbeatRequest{Interruption: a.notice.current()}
 	if s, err := a.cfg.GPUs.Sample(ctx); err == nil {
 		req.Sample = &s
 	} else {

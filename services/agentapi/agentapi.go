@@ -3,6 +3,7 @@ package agentapi
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -104,6 +105,15 @@ type HeartbeatRequest struct {
 	Sample *gpu.Sample `json:"sample,omitempty"`
 	// Inventory is sent when it changed since the last heartbeat (a MIG change).
 	Inventory *gpu.Inventory `json:"inventory,omitempty"`
+	// Interruption is set once the node's provider announced it reclaims the machine.
+	Interruption *Interruption `json:"interruption,omitempty"`
+}
+
+// Interruption is a provider's notice that it takes the machine away at Deadline
+// (a spot interruption), as the agent read it from the instance metadata.
+type Interruption struct {
+	Deadline time.Time `json:"deadline"`
+	Reason   string    `json:"reason"`
 }
 
 // HeartbeatResponse tells the agent its node's state.
@@ -296,6 +306,14 @@ func (r *HeartbeatRequest) Validate() error {
 	if r.Inventory != nil {
 		if err := validInventory("inventory", *r.Inventory); err != nil {
 			return err
+		}
+	}
+	if i := r.Interruption; i != nil {
+		switch {
+		case i.Deadline.IsZero():
+			return models.Invalid("interruption.deadline", "is required: when the provider takes the machine")
+		case i.Reason == "" || len(i.Reason) > 500 || !utf8.ValidString(i.Reason):
+			return models.Invalid("interruption.reason", "is required (at most 500 characters)")
 		}
 	}
 	return nil

@@ -85,6 +85,14 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 		s.log.Info("lost node is back", "node", node.Name)
 		s.Kick()
 	}
+	if i := req.Interruption; i != nil {
+		if err := s.Reclaim(ctx, node.Name, i.Deadline, i.Reason); err != nil {
+			return agentapi.HeartbeatResponse{}, fmt.Errorf("heartbeat of node %s: %w", node.Name, err)
+		}
+		if n, err := s.store.NodeByID(ctx, node.ID); err == nil {
+			node = n
+		}
+	}
 	res := agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing()}
 	if req.Sample != nil && s.telemetry != nil {
 		if err := s.ingest(ctx, node, *req.Sample, now); err != nil {

@@ -76,3 +76,32 @@ func TestReclaimCheckpointsWithinTheNotice(t *testing.T) {
 		}
 	})
 }
+
+// The agent reports a notice it read from the instance metadata in its heartbeat.
+func TestHeartbeatCarriesAnInterruption(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("spot-1", "1xL4-24GB")
+		j := e.submit("a", 1)
+		e.svc.Tick(e.ctx)
+		e.mustReport(n, agentapi.AttemptRef{JobID: j.ID, Attempt: 1}, agentapi.EventStarted, nil)
+		fresh, _ := e.svc.Authenticate(e.ctx, n.credential)
+		bad := agentapi.HeartbeatRequest{Interruption: &agentapi.Interruption{Reason: "no deadline"}}
+		if _, err := e.svc.Heartbeat(e.ctx, fresh, bad); err == nil || !strings.Contains(err.Error(), "interruption.deadline") {
+			t.Fatalf("a notice without a deadline: %v", err)
+		}
+		res, err := e.svc.Heartbeat(e.ctx, fresh, agentapi.HeartbeatRequest{Interruption: &agentapi.Interruption{
+			Deadline: time.Now().Add(30 * time.Second), Reason: "GCP instance preempted"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NodeState != models.NodeDraining || !strings.Contains(res.NodeStateReason, "GCP instance preempted") {
+			t.Fatalf("heartbeat answer %+v", res)
+		}
+		e.wantState(j.ID, models.JobPreempting)
+		if l := e.leases(n).Allocations; len(l) != 1 || l[0].Stop == nil || l[0].Stop.GraceMS > 20_000 {
+			t.Fatalf("lease %+v: want a stop with at most 30 s less the 10 s kill grace", l)
+		}
+	})
+}
