@@ -272,6 +272,8 @@ var routeAccess = map[string]string{
 	"POST /admin/groups":                                 "platform:write",
 	"POST /admin/groups/:id/delete":                      "platform:write",
 	"GET /admin/settings":                                "platform:read",
+	"GET /admin/pools":                                   "platform:read",
+	"GET /admin/pools/:name":                             "platform:read",
 	"POST /admin/settings":                               "platform:write",
 }
 

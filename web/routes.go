@@ -73,6 +73,8 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/admin/groups/:id/delete", Global(authz.Platform, authz.Write), h.GroupMappingDelete},
 		{"GET", "/admin/settings", Global(authz.Platform, authz.Read), h.SettingsShow},
 		{"POST", "/admin/settings", Global(authz.Platform, authz.Write), h.SettingsUpdate},
+		{"GET", "/admin/pools", Global(authz.Platform, authz.Read), h.PoolsIndex},
+		{"GET", "/admin/pools/:name", Global(authz.Platform, authz.Read), h.PoolShow},
 
 		{"GET", "/admin/audit", Global(authz.Audit, authz.Read), h.AuditIndex},
 		{"GET", "/admin/audit/export", Global(authz.Audit, authz.Read), h.AuditExport},
