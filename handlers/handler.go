@@ -15,6 +15,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // Handler carries what the handlers need; the router binds its methods to routes.
@@ -32,6 +33,8 @@ type Handler struct {
 	images   *images.Service
 	feedback *feedback.Service
 	dir      *directory.Service
+	// telemetry reads GPU history, job metrics and hints for the job pages.
+	telemetry *telemetry.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
 	secureCookies bool
 }
@@ -52,6 +55,8 @@ type Services struct {
 	Feedback *feedback.Service
 	// Directory changes teams, projects, people and group mappings.
 	Directory *directory.Service
+	// Telemetry reads GPU history, job metrics and bottleneck hints.
+	Telemetry *telemetry.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
 	SecureCookies bool
 }
@@ -59,5 +64,5 @@ type Services struct {
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
 	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs, preview: svc.Preview,
-		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, dir: svc.Directory, secureCookies: svc.SecureCookies}
+		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, dir: svc.Directory, telemetry: svc.Telemetry, secureCookies: svc.SecureCookies}
 }

@@ -240,6 +240,7 @@ var routeAccess = map[string]string{
 	"GET /api/v1/jobs/:id/logs":                      "jobs:read",
 	"POST /api/v1/jobs/:id/cancel":                   "jobs:write",
 	"POST /api/v1/jobs/:id/metrics":                  "job-token",
+	"GET /jobs/:id/telemetry":                        "jobs:read",
 	"GET /api/v1/nodes":                              "signed-in",
 	"POST /api/v1/nodes/:name/state":                 "platform:write",
 	"POST /api/v1/nodes/:name/revoke":                "platform:write",

@@ -40,6 +40,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
 
 		{"GET", "/jobs", SignedIn(), h.JobsIndex},
+		// The telemetry panel of a job: a page, or the fragment a job page embeds.
+		{"GET", "/jobs/:id/telemetry", InProjectOfJob(authz.Jobs, authz.Read), h.JobTelemetry},
 		{"GET", "/images", SignedIn(), h.ImagesIndex},
 		{"GET", "/api/v1/images", SignedIn(), h.ImagesAPIIndex},
 		{"POST", "/admin/images", Global(authz.Platform, authz.Write), h.ImageCreate},

@@ -45,6 +45,9 @@ type Config struct {
 	// Metrics answers GET /metrics; nil: an exporter over Store, without the scheduling
 	// metrics that only the exporter the dispatcher reports to has.
 	Metrics http.Handler
+	// Telemetry reads GPU history, job metrics and hints for the job pages; nil: one
+	// over Store with the default retention.
+	Telemetry *telemetry.Service
 }
 
 // NewRouter builds the gin engine with the middleware chain and the route table.
@@ -66,6 +69,13 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Metrics == nil {
 		cfg.Metrics = exporter.New(cfg.Store, now, exporter.Config{})
 	}
+	if cfg.Telemetry == nil {
+		tel, err := telemetry.New(cfg.Store, telemetry.Config{})
+		if err != nil {
+			cfg.Log.Error("job telemetry is off", slog.Any("err", err))
+		}
+		cfg.Telemetry = tel
+	}
 	// A nil *dispatch.Service in an interface would not be a nil Stopper or Kicker.
 	var stop directory.Stopper
 	var kick jobs.Kicker
@@ -84,6 +94,7 @@ func NewRouter(cfg Config) http.Handler {
 		Images:        images.New(cfg.Store, al),
 		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
+		Telemetry:     cfg.Telemetry,
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}
@@ -102,12 +113,12 @@ func previewDeps(cfg Config, now func() time.Time) jobs.PreviewDeps {
 	if cfg.Dispatch != nil {
 		d.Placements = cfg.Dispatch
 	}
-	// Both only fail on a bad configuration, and their defaults are good ones.
+	// It only fails on a bad configuration, and its defaults are good ones.
 	if acc, err := accounting.New(cfg.Store, accounting.Config{}); err == nil {
 		d.Prices = acc
 	}
-	if tel, err := telemetry.New(cfg.Store, telemetry.Config{}); err == nil {
-		d.History = tel
+	if cfg.Telemetry != nil {
+		d.History = cfg.Telemetry
 	}
 	return d
 }

@@ -1,0 +1,228 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/telemetry"
+	"github.com/gantry-gpu/gantry/services/telemetry/advice"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// maxMetricCharts bounds the charts of a job's own metrics: loss and throughput
+// first, then the others by name.
+const maxMetricCharts = 8
+
+// throughputNames are the metric names charted right after the loss.
+var throughputNames = []string{"samples_per_sec", "samples/s", "throughput", "tokens_per_sec", "images_per_sec", "steps_per_sec"}
+
+// JobTelemetry shows a job's telemetry: its GPUs' utilisation, memory and power over
+// its life, the metrics and checkpoints it reported, and the bottleneck hints drawn
+// from them. An htmx request (a job page embedding the panel, or the panel's own
+// refresh) gets the panel alone.
+func (h *Handler) JobTelemetry(c *gin.Context) {
+	ctx := c.Request.Context()
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		h.errorPage(c, http.StatusBadRequest, "No such job", "A job id is a positive integer.")
+		return
+	}
+	job, err := h.jobs.Job(ctx, id)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d, err := h.jobTelemetry(ctx, job, time.Now().UTC())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	c.Header("Vary", "HX-Request")
+	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
+		render(c, http.StatusOK, templates.JobTelemetry(d))
+		return
+	}
+	render(c, http.StatusOK, templates.JobTelemetryPage(h.page(c, fmt.Sprintf("Telemetry of job %d", job.ID), "jobs"), d))
+}
+
+// jobTelemetry reads what the panel shows of job as of now.
+func (h *Handler) jobTelemetry(ctx context.Context, job *models.Job, now time.Time) (templates.JobTelemetryData, error) {
+	d := templates.JobTelemetryData{JobID: job.ID, JobName: job.Name,
+		Live: job.State == models.JobRunning || job.State == models.JobScheduled || job.State == models.JobPreempting}
+	charts, err := h.telemetry.JobCharts(ctx, job, time.Time{}, time.Time{}, now, "")
+	if err != nil {
+		return d, err
+	}
+	hints, err := h.telemetry.JobHints(ctx, job, now, advice.DefaultThresholds())
+	if err != nil {
+		return d, err
+	}
+	for _, hint := range hints {
+		d.Hints = append(d.Hints, templates.HintRow{Title: hint.Title, Evidence: hint.Evidence, Device: hint.Device})
+	}
+	if d.Simulated, err = h.simulatedGPUs(ctx, job.ID); err != nil {
+		return d, err
+	}
+	if len(charts.GPUs) > 0 {
+		if d.GPUCharts, err = h.gpuCharts(ctx, charts); err != nil {
+			return d, err
+		}
+	}
+	d.Resolution = map[string]string{models.ResolutionRaw: "Raw samples", models.ResolutionMinute: "1-minute averages",
+		models.ResolutionHour: "1-hour averages"}[charts.Resolution]
+	d.MetricCharts, d.Checkpoints = metricCharts(charts.Metrics)
+	return d, nil
+}
+
+// simulatedGPUs reports whether any node the job ran on simulates its GPUs.
+func (h *Handler) simulatedGPUs(ctx context.Context, jobID int64) (bool, error) {
+	allocs, err := h.jobs.Allocations(ctx, jobID)
+	if err != nil {
+		return false, err
+	}
+	seen := map[int64]bool{}
+	for _, a := range allocs {
+		if seen[a.NodeID] {
+			continue
+		}
+		seen[a.NodeID] = true
+		n, err := h.store.NodeByID(ctx, a.NodeID)
+		if err != nil {
+			return false, err
+		}
+		if n.Simulated {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// gpuCharts draws utilisation, memory and power with a line per GPU; a gauge no GPU
+// reported is left out.
+func (h *Handler) gpuCharts(ctx context.Context, charts telemetry.JobCharts) ([]templates.LineChart, error) {
+	uuids := make([]string, len(charts.GPUs))
+	for i, g := range charts.GPUs {
+		uuids[i] = g.UUID
+	}
+	specs, err := h.store.GPUSpecsByUUID(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	gauges := []struct {
+		id, title, unit string
+		bit             int
+		value           func(models.TelemetrySample) float64
+	}{
+		{"chart-gpu-util", "GPU utilisation", "%", models.ReportedUtil, func(s models.TelemetrySample) float64 { return s.UtilPct }},
+		{"chart-gpu-memory", "GPU memory used", " GiB", models.ReportedMemory, func(s models.TelemetrySample) float64 { return float64(s.MemUsedMiB) / 1024 }},
+		{"chart-gpu-power", "GPU power", " W", models.ReportedPower, func(s models.TelemetrySample) float64 { return s.PowerW }},
+	}
+	var out []templates.LineChart
+	for _, g := range gauges {
+		spec := templates.LineChartSpec{ID: g.id, Title: g.title, Unit: g.unit, TimeAxis: true}
+		for _, dev := range charts.GPUs {
+			s := templates.LineSeries{Name: gpuName(dev.UUID, specs[dev.UUID].Model)}
+			for _, smp := range dev.Samples {
+				if smp.Reported&g.bit != 0 {
+					s.Points = append(s.Points, templates.LinePoint{X: float64(smp.At.Unix()), Y: g.value(smp)})
+				}
+			}
+			if len(s.Points) > 0 {
+				spec.Series = append(spec.Series, s)
+			}
+		}
+		if len(spec.Series) > 0 {
+			out = append(out, templates.NewLineChart(spec))
+		}
+	}
+	return out, nil
+}
+
+// gpuName is a GPU as a legend names it: its model and the start of its UUID.
+func gpuName(uuid, model string) string {
+	short := uuid
+	if len(short) > 12 {
+		short = short[:12] + "…"
+	}
+	if model == "" {
+		return short
+	}
+	return model + " " + short
+}
+
+var nonIDChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// metricCharts draws the job's own metrics against their step, one line per attempt
+// (a resumed attempt starts again from its checkpoint's step), checkpoints marked on
+// the loss; the job's CPU use, which the agent measures, against time. It returns the
+// checkpoints too, newest first.
+func metricCharts(points []models.JobMetric) ([]templates.LineChart, []templates.CheckpointRow) {
+	byName := map[string][]models.JobMetric{}
+	for _, p := range points {
+		byName[p.Name] = append(byName[p.Name], p)
+	}
+	var rows []templates.CheckpointRow
+	var marks []templates.ChartMark
+	for _, p := range byName[telemetry.MetricCheckpoint] {
+		rows = append(rows, templates.CheckpointRow{Attempt: p.Attempt, Step: p.Step, At: p.At.UTC().Format("2006-01-02 15:04:05")})
+		marks = append(marks, templates.ChartMark{X: float64(p.Step), Label: fmt.Sprintf("checkpoint at step %d (attempt %d)", p.Step, p.Attempt)})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At > rows[j].At })
+	var names []string
+	for name := range byName {
+		if !strings.HasPrefix(name, telemetry.SystemPrefix) {
+			names = append(names, name)
+		}
+	}
+	rank := func(n string) int {
+		switch {
+		case n == "loss":
+			return 0
+		case slices.Contains(throughputNames, n):
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if ri, rj := rank(names[i]), rank(names[j]); ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	var out []templates.LineChart
+	if cpu := byName[telemetry.MetricCPUMilli]; len(cpu) > 0 {
+		s := templates.LineSeries{Name: "CPU in use"}
+		for _, p := range cpu {
+			s.Points = append(s.Points, templates.LinePoint{X: float64(p.At.Unix()), Y: p.Value / 1000})
+		}
+		out = append(out, templates.NewLineChart(templates.LineChartSpec{ID: "chart-cpu", Title: "CPU used by the job (cores)", TimeAxis: true, Series: []templates.LineSeries{s}}))
+	}
+	for _, name := range names[:min(len(names), maxMetricCharts)] {
+		spec := templates.LineChartSpec{ID: "chart-metric-" + strings.Trim(nonIDChars.ReplaceAllString(strings.ToLower(name), "-"), "-"), Title: name + " by step"}
+		if name == "loss" {
+			spec.Marks = marks
+		}
+		var cur *templates.LineSeries
+		attempt := -1
+		for _, p := range byName[name] {
+			if p.Attempt != attempt {
+				attempt = p.Attempt
+				spec.Series = append(spec.Series, templates.LineSeries{Name: fmt.Sprintf("attempt %d", attempt)})
+				cur = &spec.Series[len(spec.Series)-1]
+			}
+			cur.Points = append(cur.Points, templates.LinePoint{X: float64(p.Step), Y: p.Value})
+		}
+		out = append(out, templates.NewLineChart(spec))
+	}
+	return out, rows
+}
