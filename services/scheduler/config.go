@@ -31,6 +31,9 @@ type Config struct {
 	// StrandingWeight prices, in milli-GPU, each milli-GPU a placement leaves without
 	// enough CPU on its node to be used by the expected workload.
 	StrandingWeight float64
+	// PatternWeight prices, in milli-GPU per milli-card, the card worth a share wastes
+	// against the packing patterns of the workload (see patternScorer).
+	PatternWeight float64
 	// NVLinkBonus rewards multi-GPU placements on fully NVLink-connected cards.
 	NVLinkBonus float64
 	// MemoryFitWeight penalises giving a job that names its GPU memory a larger card
@@ -71,6 +74,7 @@ func DefaultConfig() Config {
 		FairShareWeight:   500,
 		FairShareHalfLife: 7 * 24 * time.Hour,
 		StrandingWeight:   2,
+		PatternWeight:     10,
 		NVLinkBonus:       400,
 		MemoryFitWeight:   300,
 		KindModels: map[Kind][]string{
@@ -109,7 +113,7 @@ func (c Config) Validate() error {
 		field string
 		v     float64
 	}{
-		{"age_weight", c.AgeWeight}, {"fair_share_weight", c.FairShareWeight}, {"stranding_weight", c.StrandingWeight},
+		{"age_weight", c.AgeWeight}, {"fair_share_weight", c.FairShareWeight}, {"stranding_weight", c.StrandingWeight}, {"pattern_weight", c.PatternWeight},
 		{"nvlink_bonus", c.NVLinkBonus}, {"memory_fit_weight", c.MemoryFitWeight}, {"kind_bonus", c.KindBonus}, {"spot_bonus", c.SpotBonus},
 		{"price_weight", c.PriceWeight},
 	}

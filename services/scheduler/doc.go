@@ -38,10 +38,15 @@
 // free CPU too, and adds the GPU its CPU cannot feed: that catches the GPUs FGD strands
 // on nodes whose CPU ran out. Shapes weigh by frequency times their scarcity (all nodes
 // over those that could host one), so rare large jobs keep the few nodes that fit them,
-// where FGD drops shapes outside the top 95% of requests. Further scorers keep multi-GPU
-// jobs on NVLink peers, give a job that names its GPU memory the smallest card that
-// fits, steer job kinds to GPU classes, prefer spot nodes for jobs that allow them, and
-// prefer cheaper nodes (hourly price per GPU) for every job. Spot nodes, and nodes of
+// where FGD drops shapes outside the top 95% of requests. A share also pays for the card
+// capacity it wastes against the packing patterns of the workload: the cutting-stock LP
+// over the observed per-card request sizes prices each size in cards, and a share should
+// leave its card able to earn what the card could before, less its own price
+// (patterns.go). That steers shares into the combinations an optimal offline packing
+// would use instead of pairs that strand gaps no request fills. Further scorers keep
+// multi-GPU jobs on NVLink peers, give a job that names its GPU memory the smallest card
+// that fits, steer job kinds to GPU classes, prefer spot nodes for jobs that allow them,
+// and prefer cheaper nodes (hourly price per GPU) for every job. Spot nodes, and nodes of
 // pools that take only jobs allowing spot, never take a job that does not allow spot.
 //
 // # The cycle

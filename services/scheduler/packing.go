@@ -29,6 +29,9 @@ type packing struct {
 	// cpuPerMilli is the workload's mean CPU (milli-cores) per milli-GPU.
 	cpuPerMilli float64
 	stranding   float64
+	// worth[class] is what a card of the class with f milli-GPU free can still be worth
+	// to the workload, in cards (see patterns.go); nil for a class the workload cannot use.
+	worth [][]float64
 }
 
 type packShape struct {
@@ -65,6 +68,10 @@ func newPacking(w Workload, classes []gpuClass, nodes []nodeState, strandingWeig
 	}
 	if gpu > 0 {
 		p.cpuPerMilli = cpu / gpu
+	}
+	p.worth = make([][]float64, len(classes))
+	for c, cl := range classes {
+		p.worth[c] = workloadWorth(w, cl)
 	}
 	for _, ws := range scarcityWeighted(w, classes, nodes) {
 		s := ws.shape

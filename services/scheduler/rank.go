@@ -45,6 +45,25 @@ func (s packingScorer) delta(n *nodeState, o *option) float64 {
 	return n.cost - s.c.pack.cost(idle, n.freeCPU-s.cpu, copies)
 }
 
+// patternScorer charges a share for the card worth it wastes: what its card could still
+// earn beyond what is left after it and its own worth, priced by the workload's packing
+// patterns (see patterns.go). A share that completes a pattern an optimal packing uses
+// pays nothing; one that leaves a gap only rare requests fill pays for the gap.
+type patternScorer struct {
+	c      *Cluster
+	weight float64
+}
+
+func (s patternScorer) score(n *nodeState, o *option) float64 {
+	g := &n.gpus[o.cards[0]]
+	worth := s.c.pack.worth[g.class]
+	if worth == nil {
+		return 0
+	}
+	lost := worth[g.freeMilli] - worth[g.freeMilli-o.milli] - worth[o.milli]
+	return -s.weight * 1000 * max(lost, 0)
+}
+
 // nvlinkScorer rewards multi-GPU options by the share of card pairs joined by NVLink.
 type nvlinkScorer struct{ bonus float64 }
 

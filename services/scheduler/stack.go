@@ -35,6 +35,9 @@ func newStack(c *Cluster, cfg Config, job *Job, lim limits) *stack {
 	s := &stack{c: c, d: d, cfg: cfg, checkers: nodeCheckers(d), scorers: make([]scorer, 0, 5), lim: lim, buf: make([]option, 0, 8)}
 	clear(c.memo)
 	s.scorers = append(s.scorers, packingScorer{c: c, cpu: d.req.CPUMilli})
+	if d.cards == 1 && d.milli < 1000 && d.mig == "" && cfg.PatternWeight > 0 {
+		s.scorers = append(s.scorers, patternScorer{c: c, weight: cfg.PatternWeight})
+	}
 	if d.cards > 1 && d.milli == 1000 && cfg.NVLinkBonus > 0 {
 		s.scorers = append(s.scorers, nvlinkScorer{bonus: cfg.NVLinkBonus})
 	}
