@@ -75,6 +75,13 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 	for i := range snap.Queue {
 		ss.Pending = append(ss.Pending, SchedulerJob(&snap.Queue[i], snap.Teams))
 	}
+	for _, q := range snap.Quotas {
+		ss.Quotas = append(ss.Quotas, scheduler.Quota{Team: q.Team, Model: q.GPUModel, Cohort: q.Cohort, Nominal: q.NominalMilli,
+			BorrowingLimit: limitOf(q.BorrowingLimitMilli), LendingLimit: limitOf(q.LendingLimitMilli)})
+	}
+	for _, u := range snap.Usage {
+		ss.Usage = append(ss.Usage, scheduler.UsageRecord{Team: u.Team, Start: u.Start, End: u.End, GPUMilli: u.GPUMilli, CPUMilli: u.CPUMilli, RAMMiB: u.MemoryMiB})
+	}
 	return ss
 }
 
@@ -143,4 +150,12 @@ func placementOf(jobID int64, pl scheduler.Placement) Placement {
 		out.Replicas = append(out.Replicas, r)
 	}
 	return out
+}
+
+// limitOf is a quota limit as the scheduler counts it: negative for unlimited.
+func limitOf(milli *int64) int64 {
+	if milli == nil {
+		return -1
+	}
+	return *milli
 }

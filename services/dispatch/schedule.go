@@ -29,6 +29,30 @@ type Snapshot struct {
 	Running []RunningAllocation
 	// Teams names the team of each project of the queue and of what runs.
 	Teams map[int64]string
+	// Quotas are the teams' GPU quotas; a team without any is not limited.
+	Quotas []Quota
+	// Usage is the teams' past use, for fair share: what ended in the last four weeks.
+	Usage []Usage
+}
+
+// Quota is a team's GPU quota for one model ("" for any), in milli-GPU; a nil limit is
+// unlimited.
+type Quota struct {
+	Team                string
+	GPUModel            string
+	Cohort              string
+	NominalMilli        int64
+	BorrowingLimitMilli *int64
+	LendingLimitMilli   *int64
+}
+
+// Usage is what a team used over [Start, End): per second on average.
+type Usage struct {
+	Team       string
+	Start, End time.Time
+	GPUMilli   int64
+	CPUMilli   int64
+	MemoryMiB  int64
 }
 
 // NodeCapacity is a ready node: what it offers and what is free of it.
@@ -109,7 +133,8 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 	return snap, s.addCluster(ctx, &snap)
 }
 
-// addCluster fills in the ready nodes, what runs on them, and the teams of projects.
+// addCluster fills in the ready nodes, what runs on them, the teams of projects, their
+// quotas and their usage history.
 func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	nodes, err := s.store.NodesInStates(ctx, []string{models.NodeReady})
 	if err != nil {
@@ -138,7 +163,15 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	if err := s.addRunning(ctx, snap, byID); err != nil {
 		return err
 	}
-	return s.addTeams(ctx, snap)
+	teams, err := s.addTeams(ctx, snap)
+	if err != nil {
+		return err
+	}
+	if err := s.addQuotas(ctx, snap, teams); err != nil {
+		return err
+	}
+	snap.Usage, err = s.usage.history(ctx, s.store, snap.Now, teams)
+	return err
 }
 
 // addDevices fills in the GPUs and MIG instances of the snapshot's nodes.
@@ -259,15 +292,16 @@ func (s *Service) addRunning(ctx context.Context, snap *Snapshot, byID map[int64
 	return nil
 }
 
-// addTeams names the team of every project the snapshot's jobs belong to.
-func (s *Service) addTeams(ctx context.Context, snap *Snapshot) error {
+// addTeams names the team of every project the snapshot's jobs belong to, and returns
+// the teams' names by id.
+func (s *Service) addTeams(ctx context.Context, snap *Snapshot) (map[int64]string, error) {
 	projects, err := s.store.Projects(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	teams, err := s.store.Teams(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names := make(map[int64]string, len(teams))
 	for _, t := range teams {
@@ -275,6 +309,19 @@ func (s *Service) addTeams(ctx context.Context, snap *Snapshot) error {
 	}
 	for _, p := range projects {
 		snap.Teams[p.ID] = names[p.TeamID]
+	}
+	return names, nil
+}
+
+// addQuotas reads the teams' quotas into the snapshot.
+func (s *Service) addQuotas(ctx context.Context, snap *Snapshot, teams map[int64]string) error {
+	quotas, err := s.store.Quotas(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range quotas {
+		snap.Quotas = append(snap.Quotas, Quota{Team: teams[q.TeamID], GPUModel: q.GPUModel, Cohort: q.Cohort, NominalMilli: q.NominalMilli,
+			BorrowingLimitMilli: q.BorrowingLimitMilli, LendingLimitMilli: q.LendingLimitMilli})
 	}
 	return nil
 }

@@ -85,6 +85,7 @@ type Service struct {
 	kick      chan struct{}
 	ended     chan struct{}
 	nodes     *notifier
+	usage     usageCache
 }
 
 // TelemetrySink stores the GPU samples that heartbeats carry and the metrics jobs
