@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/quotas"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 )
@@ -35,6 +36,7 @@ type Handler struct {
 	dir      *directory.Service
 	// telemetry reads GPU history, job metrics and hints for the job pages.
 	telemetry *telemetry.Service
+	quotas    *quotas.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
 	secureCookies bool
 }
@@ -57,12 +59,30 @@ type Services struct {
 	Directory *directory.Service
 	// Telemetry reads GPU history, job metrics and bottleneck hints.
 	Telemetry *telemetry.Service
+	// Quotas keeps the teams' quotas.
+	Quotas *quotas.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
 	SecureCookies bool
 }
 
 // New returns the handlers over st and svc; version is shown in the footer.
 func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handler {
-	return &Handler{store: st, version: version, log: log, dispatch: svc.Dispatch, jobs: svc.Jobs, preview: svc.Preview,
-		identity: svc.Identity, authz: svc.Authz, audit: svc.Audit, metrics: svc.Metrics, images: svc.Images, feedback: svc.Feedback, dir: svc.Directory, telemetry: svc.Telemetry, secureCookies: svc.SecureCookies}
+	return &Handler{
+		store:         st,
+		version:       version,
+		log:           log,
+		dispatch:      svc.Dispatch,
+		jobs:          svc.Jobs,
+		preview:       svc.Preview,
+		identity:      svc.Identity,
+		authz:         svc.Authz,
+		audit:         svc.Audit,
+		metrics:       svc.Metrics,
+		images:        svc.Images,
+		feedback:      svc.Feedback,
+		dir:           svc.Directory,
+		quotas:        svc.Quotas,
+		telemetry:     svc.Telemetry,
+		secureCookies: svc.SecureCookies,
+	}
 }

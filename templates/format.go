@@ -51,3 +51,19 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// anyModel names a GPU model of a quota, "" being every model.
+func anyModel(m string) string {
+	if m == "" {
+		return "any model"
+	}
+	return m
+}
+
+// gpuCount writes a number of GPUs with its noun: "1 GPU", "2.5 GPUs".
+func gpuCount(n string) string {
+	if n == "1" {
+		return "1 GPU"
+	}
+	return n + " GPUs"
+}

@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 	"github.com/gantry-gpu/gantry/web/browsertest"
@@ -74,4 +77,44 @@ func TestGrantRoleInBrowser(t *testing.T) {
 	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('nav a[href="/admin"]').length`)); n != 0 {
 		t.Error("a member sees the admin console in the navigation")
 	}
+}
+
+// In a real browser, an admin sets a team's quota; a job of that team beyond it then
+// waits, and the quotas page says it waits for the quota.
+func TestQuotaInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newDispatchSite(t, st)
+	s.join("gpu-1", "2xA100-80GB")
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/admin"),
+		chromedp.Click(`a[href="/admin/quotas"]`),
+		chromedp.WaitVisible("#quota-guaranteed"),
+		chromedp.SetValue("#quota-team", "default"),
+		chromedp.SendKeys("#quota-guaranteed", "1"),
+		chromedp.Click("#quota-save"),
+		chromedp.WaitVisible(`[data-quota="default/"]`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _ := st.UserByUsername(t.Context(), "admin")
+	secret, _, err := s.id.CreateToken(t.Context(), admin, "ci", identity.ScopeWrite, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := map[string]string{"Authorization": "Bearer " + secret}
+	s.submit(bearer, "first")
+	second := s.submit(bearer, "second")
+	s.disp.Tick(t.Context())
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("[data-testid=waiting]")); err != nil {
+		t.Fatal(err)
+	}
+	reason := run(t, ctx, chromedp.Text(fmt.Sprintf(`[data-job="%d"]`, second)))
+	use := run(t, ctx, chromedp.Text(`[data-quota="default/"] [data-testid=use]`))
+	if !strings.Contains(reason, "quota for any model exhausted: 1/1 GPUs") || use != "1 GPU" {
+		t.Fatalf("waiting job row %q, use %q", reason, use)
+	}
+	browsertest.Screenshot(t, ctx, "admin-quotas")
 }

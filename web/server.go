@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/quotas"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/services/telemetry/exporter"
@@ -95,6 +96,7 @@ func NewRouter(cfg Config) http.Handler {
 		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		Telemetry:     cfg.Telemetry,
+		Quotas:        quotas.New(cfg.Store, al),
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}

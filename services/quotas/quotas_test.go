@@ -121,7 +121,7 @@ func TestBorrowingLimitWithinTheCohort(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(2000)})
-		if field(t, err) != "borrowing_limit" || !strings.Contains(err.Error(), "more than cohort research can lend for A100: 1.5 GPUs (lent by speech 1.5)") {
+		if field(t, err) != "borrowing_limit" || !strings.Contains(err.Error(), "2 GPUs is more than cohort research can lend for A100: 1.5 GPUs (lent by speech 1.5)") {
 			t.Fatalf("borrowing beyond the cohort: %v", err)
 		}
 		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(1500)})
@@ -152,7 +152,7 @@ func TestQuotaBelowUseWarns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "vision uses 3 GPUs of any model now, more than the new guarantee of 2. Running jobs keep running: a quota never stops them. New jobs of vision wait until its use falls below the quota."
+		want := "vision uses 3 GPUs of any model now, more than the new guarantee of 2 GPUs. Running jobs keep running: a quota never stops them. New jobs of vision wait until its use falls below the quota."
 		if s.Warning != want {
 			t.Errorf("warning = %q\nwant      %q", s.Warning, want)
 		}

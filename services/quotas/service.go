@@ -60,7 +60,7 @@ func (in Input) validate() error {
 	case in.LendingLimitMilli != nil && *in.LendingLimitMilli < 0:
 		return models.Invalid("lending_limit", "must be 0 or more GPUs, or empty to lend all that is unused")
 	case in.LendingLimitMilli != nil && *in.LendingLimitMilli > in.NominalMilli:
-		return models.Invalid("lending_limit", "%s GPUs is more than the guaranteed %s: a team lends only from its own guarantee", GPUs(*in.LendingLimitMilli), GPUs(in.NominalMilli))
+		return models.Invalid("lending_limit", "%s is more than the guaranteed %s: a team lends only from its own guarantee", count(*in.LendingLimitMilli), count(in.NominalMilli))
 	case in.Cohort == "" && in.BorrowingLimitMilli != nil && *in.BorrowingLimitMilli > 0:
 		return models.Invalid("borrowing_limit", "borrowing needs a cohort to borrow from: name the cohort, or set the borrowing limit to 0")
 	case in.CPUMilli < 0:
@@ -162,8 +162,8 @@ func checkCohort(ctx context.Context, tx *store.Store, in Input, teamID int64, a
 	if len(lenders) > 0 {
 		from = "lent by " + strings.Join(lenders, ", ")
 	}
-	return models.Invalid("borrowing_limit", "%s GPUs is more than cohort %s can lend for %s: %s GPUs (%s). Lower the limit, or give the cohort's other teams quotas first",
-		GPUs(*in.BorrowingLimitMilli), in.Cohort, modelName(in.GPUModel), GPUs(lends), from)
+	return models.Invalid("borrowing_limit", "%s is more than cohort %s can lend for %s: %s (%s). Lower the limit, or give the cohort's other teams quotas first",
+		count(*in.BorrowingLimitMilli), in.Cohort, modelName(in.GPUModel), count(lends), from)
 }
 
 // belowUse explains a guarantee below the current use.
@@ -172,8 +172,8 @@ func belowUse(in Input, used int64) string {
 	if in.Cohort != "" {
 		next = "New jobs of " + in.Team + " start only as far as they can borrow from cohort " + in.Cohort + "; the teams whose guarantee is lent may reclaim it by preempting preemptible jobs."
 	}
-	return fmt.Sprintf("%s uses %s GPUs of %s now, more than the new guarantee of %s. Running jobs keep running: a quota never stops them. %s",
-		in.Team, GPUs(used), modelName(in.GPUModel), GPUs(in.NominalMilli), next)
+	return fmt.Sprintf("%s uses %s of %s now, more than the new guarantee of %s. Running jobs keep running: a quota never stops them. %s",
+		in.Team, count(used), modelName(in.GPUModel), count(in.NominalMilli), next)
 }
 
 // Delete removes a quota; the team's use of that model is then unlimited, or falls
@@ -244,16 +244,28 @@ func GPUs(milli int64) string {
 	return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64)
 }
 
+// count writes milli-GPU with its noun: "1 GPU", "2.5 GPUs".
+func count(milli int64) string {
+	if milli == 1000 {
+		return "1 GPU"
+	}
+	return GPUs(milli) + " GPUs"
+}
+
 // ParseGPUs reads a number of GPUs such as "4" or "0.5" as milli-GPU; field names it in
 // the error.
-func ParseGPUs(field, s string) (int64, error) {
+func ParseGPUs(field, s string) (int64, error) { return ParseMilli(field, s, "GPUs") }
+
+// ParseMilli reads a decimal with at most three places, such as "4" or "0.5", in
+// thousandths; unit names what it counts in the error.
+func ParseMilli(field, s, unit string) (int64, error) {
 	m := gpusRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, models.Invalid(field, "%q is not a number of GPUs: write it like 4 or 0.5 (at most three decimals)", s)
+		return 0, models.Invalid(field, "%q is not a number of %s: write it like 4 or 0.5 (at most three decimals)", s, unit)
 	}
 	whole, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil || whole > maxMilli/1000 {
-		return 0, models.Invalid(field, "%q is more GPUs than Gantry counts", s)
+		return 0, models.Invalid(field, "%q is more %s than Gantry counts", s, unit)
 	}
 	frac, _ := strconv.ParseInt((m[2] + "000")[:3], 10, 64)
 	return whole*1000 + frac, nil

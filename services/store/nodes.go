@@ -62,3 +62,12 @@ func (s *Store) CountNodes(ctx context.Context) (int, error) {
 	}
 	return int(n), nil
 }
+
+// GPUModels returns the distinct GPU models of the fleet, by name.
+func (s *Store) GPUModels(ctx context.Context) ([]string, error) {
+	var out []string
+	if err := s.with(ctx).Model(&models.GPUDevice{}).Distinct("model").Order("model").Pluck("model", &out).Error; err != nil {
+		return nil, fmt.Errorf("GPU models: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/quotas"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// waitingShown bounds the waiting jobs the quotas page lists.
+const waitingShown = 20
+
+// QuotasIndex lists the quotas with their current use, the jobs of teams with quotas
+// that wait and why, and the form to set one (?team=&model= fills it with that quota).
+func (h *Handler) QuotasIndex(c *gin.Context) {
+	d := templates.QuotasData{Notice: c.Query("notice"), Warning: c.Query("warning"),
+		Form: templates.QuotaForm{Team: c.Query("team"), Model: c.Query("model"), CPU: "0", Memory: "0"}}
+	h.renderQuotas(c, http.StatusOK, d, true)
+}
+
+// renderQuotas renders the page; fill takes the form from the quota it names, if any.
+func (h *Handler) renderQuotas(c *gin.Context, status int, d templates.QuotasData, fill bool) {
+	ctx := c.Request.Context()
+	rows, free, err := h.quotas.Overview(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	budgets, err := h.store.Budgets(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	budgetOf := map[int64]string{}
+	for _, b := range budgets {
+		if b.TeamID != nil {
+			budgetOf[*b.TeamID] = accounting.FormatMoney(b.AmountMicros)
+		}
+	}
+	limited := map[string]bool{}
+	for _, r := range rows {
+		limited[r.Team] = true
+		d.Rows = append(d.Rows, quotaRow(r, budgetOf[r.TeamID]))
+		if fill && r.Team == d.Form.Team && r.GPUModel == d.Form.Model {
+			d.Form, d.Editing = quotaForm(r), true
+		}
+	}
+	for _, u := range free {
+		d.Unlimited = append(d.Unlimited, templates.UnlimitedRow{Team: u.Team, Model: u.GPUModel, Use: quotas.GPUs(u.UseMilli)})
+	}
+	if d.Waiting, err = h.waitingOnQuota(c, limited); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	teams, err := h.store.Teams(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	for _, t := range teams {
+		if !t.Archived {
+			d.Teams = append(d.Teams, t.Name)
+		}
+	}
+	gpuModels, err := h.store.GPUModels(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.Models = gpuModels
+	d.CanAdmin = canAdmin(c)
+	if d.Changes, err = h.recentChanges(ctx, store.AuditFilter{ObjectTypes: []string{"quota"}}); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, status, templates.Quotas(h.page(c, "Quotas", "admin"), d))
+}
+
+// waitingOnQuota lists the queued jobs of teams with quotas, oldest first, with why they wait.
+func (h *Handler) waitingOnQuota(c *gin.Context, limited map[string]bool) ([]templates.WaitingRow, error) {
+	ctx := c.Request.Context()
+	if len(limited) == 0 {
+		return nil, nil
+	}
+	queued, err := h.store.QueuedJobs(ctx, 500)
+	if err != nil {
+		return nil, err
+	}
+	projects, err := h.store.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	teams, err := h.store.Teams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	teamName := map[int64]string{}
+	for _, t := range teams {
+		teamName[t.ID] = t.Name
+	}
+	project := map[int64]models.Project{}
+	for _, p := range projects {
+		project[p.ID] = p
+	}
+	var out []templates.WaitingRow
+	for _, j := range queued {
+		p := project[j.ProjectID]
+		if team := teamName[p.TeamID]; limited[team] && len(out) < waitingShown {
+			out = append(out, templates.WaitingRow{ID: j.ID, Name: j.Name, Team: team, Project: p.Name, Reason: j.PendingReason})
+		}
+	}
+	return out, nil
+}
+
+func quotaRow(r quotas.Row, budget string) templates.QuotaRow {
+	unlimited := func(p *int64, none string) string {
+		if p == nil {
+			return none
+		}
+		return quotas.GPUs(*p) + " GPUs"
+	}
+	row := templates.QuotaRow{ID: r.ID, Team: r.Team, Model: r.GPUModel, Cohort: r.Cohort, Guaranteed: quotas.GPUs(r.NominalMilli),
+		Borrowing: unlimited(r.BorrowingLimitMilli, "no limit"), Lending: unlimited(r.LendingLimitMilli, "all unused"),
+		CPU: "–", Memory: "–", Use: quotas.GPUs(r.UseMilli), Borrowed: quotas.GPUs(r.BorrowedMilli), Over: r.BorrowedMilli > 0, Budget: budget}
+	if r.Cohort == "" {
+		row.Borrowing = "none (no cohort)"
+	}
+	if r.CPUMilli > 0 {
+		row.CPU = strconv.FormatFloat(float64(r.CPUMilli)/1000, 'f', -1, 64) + " cores"
+	}
+	if r.MemoryMiB > 0 {
+		row.Memory = strconv.FormatFloat(float64(r.MemoryMiB)/1024, 'f', -1, 64) + " GiB"
+	}
+	return row
+}
+
+func quotaForm(r quotas.Row) templates.QuotaForm {
+	opt := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return quotas.GPUs(*p)
+	}
+	return templates.QuotaForm{Team: r.Team, Model: r.GPUModel, Cohort: r.Cohort, Guaranteed: quotas.GPUs(r.NominalMilli),
+		Borrowing: opt(r.BorrowingLimitMilli), Lending: opt(r.LendingLimitMilli),
+		CPU: strconv.FormatFloat(float64(r.CPUMilli)/1000, 'f', -1, 64), Memory: strconv.FormatFloat(float64(r.MemoryMiB)/1024, 'f', -1, 64)}
+}

@@ -1,0 +1,161 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web"
+)
+
+// dispatchSite is a site whose server dispatches with the production scheduler.
+type dispatchSite struct {
+	*site
+	disp *dispatch.Service
+}
+
+func newDispatchSite(t *testing.T, st *store.Store) *dispatchSite {
+	t.Helper()
+	s := &site{t: t, st: st, clock: &testClock{t: time.Now().UTC()}}
+	opts := identity.Options{BcryptCost: bcrypt.MinCost}
+	al := audit.New(st, s.clock.now)
+	s.az = authz.New(st, al)
+	s.id = identity.New(st, al, s.az, s.clock.now, opts)
+	var err error
+	if s.password, err = s.id.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	disp, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Now: s.clock.now, Log: log}, dispatch.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = httptest.NewServer(web.NewRouter(web.Config{Store: st, Version: "v0.0.0-test", Log: log, Auth: opts, Now: s.clock.now, Dispatch: disp}))
+	t.Cleanup(s.srv.Close)
+	return &dispatchSite{site: s, disp: disp}
+}
+
+// join registers a node with simulated GPUs (spec as gpu.NewSimulated reads it).
+func (s *dispatchSite) join(name, spec string) {
+	s.t.Helper()
+	ctx := context.Background()
+	token, _, err := dispatch.CreateJoinToken(ctx, s.st, audit.New(s.st, s.clock.now), s.clock.now(), dispatch.JoinTokenSpec{Name: "for-" + name, TTL: time.Hour})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sim, err := gpu.NewSimulated(spec, name, s.clock.now)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	inv, err := sim.Discover(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.disp.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess,
+		CPUMilli: 16000, MemoryMiB: 65536, ScratchMiB: 100000, Inventory: inv}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// submit queues a one-GPU job in project default through the API, as the admin.
+func (s *dispatchSite) submit(bearer map[string]string, name string) int64 {
+	s.t.Helper()
+	res, body := s.send(s.browser(), "POST", "/api/v1/jobs",
+		`{"project": "default", "name": "`+name+`", "command": ["python", "train.py"], "resources": {"gpus": 1}}`, bearer)
+	var out struct{ ID int64 }
+	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != http.StatusCreated {
+		s.t.Fatalf("submit %s = %d %s", name, res.StatusCode, body)
+	}
+	return out.ID
+}
+
+// The quota set on the console reaches the scheduler: a team's job beyond it waits, and
+// its explanation names the quota; the quotas page lists it with that reason.
+func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		s := newDispatchSite(t, st)
+		s.join("gpu-1", "2xA100-80GB")
+		admin := s.signIn("admin", s.password)
+		token := s.csrf(admin, "/admin/quotas")
+		res, body := s.form(admin, token, "/admin/quotas", "team", "default", "gpu_model", "", "guaranteed", "1", "cohort", "", "borrowing_limit", "2")
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Borrowing_limit: borrowing needs a cohort") {
+			t.Fatalf("borrowing without a cohort = %d", res.StatusCode)
+		}
+		res, body = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "one")
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Guaranteed: &#34;one&#34; is not a number of GPUs") || !strings.Contains(body, `value="one"`) {
+			t.Fatalf("a bad number = %d", res.StatusCode)
+		}
+		res, _ = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "1")
+		wantStatus(t, "set a quota", res, http.StatusSeeOther)
+
+		u, _ := st.UserByUsername(ctx, "admin")
+		secret, _, err := s.id.CreateToken(ctx, u, "ci", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + secret}
+		first, second := s.submit(bearer, "first"), s.submit(bearer, "second")
+		s.disp.Tick(ctx)
+		var job struct {
+			State         string
+			PendingReason string `json:"pending_reason"`
+		}
+		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(first, 10), "", bearer)
+		if json.Unmarshal([]byte(body), &job); job.State != "scheduled" {
+			t.Fatalf("the first job within the quota: %s", body)
+		}
+		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(second, 10), "", bearer)
+		if json.Unmarshal([]byte(body), &job); job.State != "queued" || !strings.Contains(job.PendingReason, "refused by quota (team default quota for any model exhausted: 1/1 GPUs)") {
+			t.Fatalf("the second job beyond the quota: %s", body)
+		}
+		_, body = s.send(admin, "GET", "/admin/quotas", "", nil)
+		if !strings.Contains(body, `data-job="`+strconv.FormatInt(second, 10)+`"`) || !strings.Contains(body, "quota for any model exhausted") {
+			t.Fatal("the quotas page does not list the waiting job with its reason")
+		}
+		if !strings.Contains(body, `<td data-testid="use">1 GPU`) {
+			t.Error("the quotas page does not show the GPU in use")
+		}
+
+		// Lowering the quota below the use is allowed, with a warning; the running job stays.
+		res, _ = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "0.5")
+		wantStatus(t, "quota below use", res, http.StatusSeeOther)
+		loc, _ := url.QueryUnescape(res.Header.Get("Location"))
+		if !strings.Contains(loc, "warning=default uses 1 GPU of any model now, more than the new guarantee of 0.5 GPUs. Running jobs keep running") {
+			t.Fatalf("redirect after a quota below use: %s", loc)
+		}
+		_, body = s.send(admin, "GET", res.Header.Get("Location"), "", nil)
+		if !strings.Contains(body, `data-testid="quota-warning"`) || !strings.Contains(body, "badge-over") {
+			t.Error("the page shows neither the warning nor the over-use")
+		}
+		s.disp.Tick(ctx)
+		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(first, 10), "", bearer)
+		if json.Unmarshal([]byte(body), &job); job.State != "scheduled" {
+			t.Fatalf("a lower quota stopped a running job: %s", body)
+		}
+	})
+}
