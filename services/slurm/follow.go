@@ -380,8 +380,11 @@ func endedRuns(rs []Run, phase int) []Run {
 	}
 	out := rs[:n]
 	for i := range out {
-		if p, _ := phaseOf(out[i].State); p != phaseDone {
-			return out[:i] // sacct lags behind: take what is settled
+		if p, _ := phaseOf(out[i].State); p != phaseDone || out[i].Partition == "" {
+			// sacct lags behind: take what is settled. A run without a partition is the
+			// placeholder slurmdbd makes (named "allocation") when a step's record
+			// arrives before the job's own: its name, partition and QOS are still missing.
+			return out[:i]
 		}
 	}
 	return out

@@ -143,6 +143,16 @@ func TestFollowLifecycle(t *testing.T) {
 	if got, _ := fx.poll(t); got != "" {
 		t.Fatalf("accounting lags: got %s", got)
 	}
+	// slurmdbd's placeholder, made when the batch step's record came first: no name,
+	// partition or QOS yet. It is not the run's accounting.
+	fx.c.set(func(c *cluster) {
+		placeholder := strings.Split(acct("11", "COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:09", 4), sep)
+		placeholder[1], placeholder[9], placeholder[10] = "allocation", "", ""
+		c.sacct = []string{strings.Join(placeholder, sep)}
+	})
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a placeholder accounting record: got %s", got)
+	}
 	fx.c.set(func(c *cluster) {
 		c.sacct = []string{acct("11", "COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:09", 4)}
 	})
