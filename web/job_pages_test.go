@@ -87,7 +87,7 @@ func (s *jobSite) user(name, project, role string) *http.Client {
 }
 
 // join registers a node with simulated GPUs through the agent protocol.
-func (s *jobSite) join(name, gpus string) {
+func (s *jobSite) join(name, gpus string) *models.Node {
 	s.t.Helper()
 	ctx := context.Background()
 	token, _, err := dispatch.CreateJoinToken(ctx, s.st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: name, TTL: time.Hour})
@@ -102,9 +102,15 @@ func (s *jobSite) join(name, gpus string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if _, err := s.disp.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess, CPUMilli: 32000, MemoryMiB: 262144, Inventory: inv}); err != nil {
+	res, err := s.disp.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess, CPUMilli: 32000, MemoryMiB: 262144, Inventory: inv})
+	if err != nil {
 		s.t.Fatal(err)
 	}
+	n, err := s.disp.Authenticate(ctx, res.Credential)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
 }
 
 // jobForm is a valid submit form for project default.

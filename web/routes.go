@@ -98,6 +98,11 @@ func routes(h *handlers.Handler) []route {
 		// Job pages: the form lists only projects where the user may submit.
 		{"GET", "/jobs/new", SignedIn(), h.JobNew},
 		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobSubmit},
+		{"GET", "/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShowPage},
+		{"GET", "/jobs/:id/logs/stream", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogStream},
+		{"POST", "/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancelPage},
+		{"POST", "/jobs/:id/hold", InProjectOfJob(authz.Jobs, authz.Write), h.JobHold},
+		{"POST", "/jobs/:id/release", InProjectOfJob(authz.Jobs, authz.Write), h.JobRelease},
 		{"POST", "/jobs/:id/rerun", InProjectOfJob(authz.Jobs, authz.Write), h.JobRerun},
 
 		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},

@@ -27,6 +27,17 @@ func TestEstimateIsWhatMeteringCharges(t *testing.T) {
 		for _, v := range w.jobCost(j) {
 			charged += v
 		}
+		rows, until, err := w.acc.JobCost(w.ctx, j, at(3, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed int64
+		for _, r := range rows {
+			listed += r.AmountMicros
+		}
+		if listed != charged || len(rows) != 4 || rows[0].Label != "gpu" || !until.Equal(at(3, 0)) {
+			t.Fatalf("JobCost = %+v metered until %s; the ledger charged %d", rows, until, charged)
+		}
 		prices, err := w.acc.PriceList(w.ctx, at(1, 30))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,244 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// pageTime is how job pages write instants.
+const pageTime = "2006-01-02 15:04:05 UTC"
+
+// JobShowPage is a job's page: its state and timeline, where it runs, why it waits,
+// what it cost so far, its live logs, and the actions the user may take. htmx asks
+// for it again every few seconds while the job has not ended and swaps in what
+// changed.
+func (h *Handler) JobShowPage(c *gin.Context) {
+	j := h.jobPageParam(c)
+	if j == nil {
+		return
+	}
+	d, err := h.jobPageData(c, j)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.Notice = c.Query("notice")
+	render(c, http.StatusOK, templates.JobShow(h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs"), d))
+}
+
+func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageData, error) {
+	ctx := c.Request.Context()
+	now := time.Now().UTC()
+	perm := permission(c)
+	d := templates.JobPageData{CanWrite: perm.CanWrite(authz.Jobs), CanSubmit: perm.CanWrite(authz.Jobs)}
+	names, err := h.store.UsernamesByID(ctx, []int64{j.UserID})
+	if err != nil {
+		return d, err
+	}
+	d.Job, err = h.jobSummary(ctx, j, names[j.UserID], now)
+	if err != nil {
+		return d, err
+	}
+	if p := routeProject(c); p != nil {
+		d.Job.Project = p.Name
+	}
+	events, err := h.jobs.Events(ctx, j.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, e := range events {
+		d.Events = append(d.Events, templates.JobEventRow{At: e.CreatedAt.UTC().Format(pageTime), From: e.FromState, To: e.ToState,
+			Reason: e.Reason, Message: e.Message, Actor: e.Actor, Attempt: e.Attempt})
+	}
+	if d.Allocations, err = h.allocationRows(ctx, j.ID); err != nil {
+		return d, err
+	}
+	if d.Cost, err = h.jobCost(ctx, j, now); err != nil {
+		return d, err
+	}
+	for n := 1; n <= j.Attempt; n++ {
+		d.Attempts = append(d.Attempts, n)
+	}
+	return d, nil
+}
+
+// jobSummary words the job for its page.
+func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, now time.Time) (templates.JobSummary, error) {
+	s := templates.JobSummary{ID: j.ID, Name: j.Name, User: user, State: j.State, StateReason: j.StateReason, PendingReason: j.PendingReason,
+		Image: j.ImageRef, PriorityClass: j.PriorityClass, Attempt: j.Attempt, Terminal: models.IsTerminal(j.State),
+		Retries: fmt.Sprintf("%d of %d", j.Retries, j.MaxRetries), Submitted: j.SubmittedAt.UTC().Format(pageTime),
+		Resources: describeResources(j)}
+	if j.ImageID != nil {
+		img, err := h.store.ImageByID(ctx, *j.ImageID)
+		if err != nil {
+			return s, err
+		}
+		s.Image = img.Name
+		if img.Reference != "" {
+			s.Image += " (" + img.Reference + ")"
+		}
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(j.Command), &args); err == nil {
+		s.Command = joinCommand(args)
+	}
+	var env map[string]string
+	if j.Env != "" && json.Unmarshal([]byte(j.Env), &env) == nil {
+		// Values may be secrets: the page names the variables only.
+		s.EnvNames = strings.Join(slices.Sorted(maps.Keys(env)), ", ")
+	}
+	policy := []string{map[bool]string{true: "preemptible", false: "not preemptible"}[j.Preemptible]}
+	if j.Spot {
+		policy = append(policy, "spot allowed")
+	}
+	if j.ExpectedRunSec > 0 {
+		policy = append(policy, "expected to run "+shortDuration(time.Duration(j.ExpectedRunSec)*time.Second))
+	}
+	s.Policy = strings.Join(policy, ", ")
+	if j.ExitCode != nil {
+		s.ExitCode = strconv.Itoa(*j.ExitCode)
+	}
+	if j.StartedAt != nil {
+		s.Started = j.StartedAt.UTC().Format(pageTime)
+		end := now
+		if j.FinishedAt != nil {
+			end = *j.FinishedAt
+		}
+		s.Ran = shortDuration(end.Sub(*j.StartedAt).Round(time.Second))
+	}
+	if j.FinishedAt != nil {
+		s.Finished = j.FinishedAt.UTC().Format(pageTime)
+	}
+	return s, nil
+}
+
+// describeResources says what one replica asks for, e.g. "1 × A100-80GB GPU, 8 CPU cores, 32 GiB RAM".
+func describeResources(j *models.Job) string {
+	var parts []string
+	model := "GPU"
+	if j.GPUModel != "" {
+		model = j.GPUModel + " GPU"
+	}
+	switch {
+	case j.MIGProfile != "":
+		parts = append(parts, "a MIG "+j.MIGProfile+" slice")
+	case j.GPUMilli > 0:
+		parts = append(parts, fmt.Sprintf("%s of a %s", decimal(float64(j.GPUMilli)/1000), model))
+	case j.GPUs > 0:
+		parts = append(parts, fmt.Sprintf("%d × %s", j.GPUs, model))
+	default:
+		parts = append(parts, "no GPU")
+	}
+	if j.GPUMemoryMiB > 0 {
+		parts = append(parts, gib(j.GPUMemoryMiB)+" GiB GPU memory")
+	}
+	if j.CPUMilli > 0 {
+		parts = append(parts, decimal(float64(j.CPUMilli)/1000)+" CPU cores")
+	}
+	if j.MemoryMiB > 0 {
+		parts = append(parts, gib(j.MemoryMiB)+" GiB RAM")
+	}
+	if j.ScratchMiB > 0 {
+		parts = append(parts, gib(j.ScratchMiB)+" GiB scratch")
+	}
+	s := strings.Join(parts, ", ")
+	if j.Replicas > 1 {
+		s = fmt.Sprintf("%d replicas, each %s", j.Replicas, s)
+	}
+	return s
+}
+
+// allocationRows words where each replica of each attempt ran, naming each GPU by its
+// index and model; simulated nodes say so.
+func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.AllocationRow, error) {
+	allocs, err := h.jobs.Allocations(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	nodes := map[int64]*models.Node{}
+	gpus := map[string]models.GPUDevice{}
+	var out []templates.AllocationRow
+	for _, a := range allocs {
+		n, ok := nodes[a.NodeID]
+		if !ok {
+			if n, err = h.store.NodeByID(ctx, a.NodeID); err != nil {
+				return nil, err
+			}
+			nodes[a.NodeID] = n
+			devs, err := h.store.DevicesOfNode(ctx, a.NodeID)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range devs {
+				gpus[d.UUID] = d
+			}
+		}
+		row := templates.AllocationRow{Attempt: a.Attempt, Replica: a.Replica, Node: n.Name, Simulated: n.Simulated, State: a.State, StopReason: a.StopReason}
+		var devs []agentapi.Device
+		if a.Devices != "" {
+			if err := json.Unmarshal([]byte(a.Devices), &devs); err != nil {
+				return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
+			}
+		}
+		for _, dv := range devs {
+			g := gpus[dv.UUID]
+			card := fmt.Sprintf("GPU %d · %s", g.Index, g.Model)
+			switch {
+			case dv.MIGProfile != "":
+				card = "MIG " + dv.MIGProfile + " of " + card
+			case dv.Milli < 1000:
+				card += fmt.Sprintf(" · %d milli-GPU", dv.Milli)
+			}
+			row.GPUs = append(row.GPUs, card)
+		}
+		if a.ExitCode != nil {
+			row.ExitCode = strconv.Itoa(*a.ExitCode)
+		}
+		if a.StartedAt != nil {
+			row.Started = a.StartedAt.UTC().Format(pageTime)
+		}
+		if a.EndedAt != nil {
+			row.Ended = a.EndedAt.UTC().Format(pageTime)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// jobCost is what the ledger charged the job so far.
+func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (templates.JobCostView, error) {
+	acc, err := accounting.New(h.store, accounting.Config{})
+	if err != nil {
+		return templates.JobCostView{}, err
+	}
+	rows, until, err := acc.JobCost(ctx, j, now)
+	if err != nil {
+		return templates.JobCostView{}, err
+	}
+	var v templates.JobCostView
+	var total int64
+	for _, r := range rows {
+		total += r.AmountMicros
+		v.Lines = append(v.Lines, templates.CostLine{Label: r.Label, Amount: accounting.FormatMoney(r.AmountMicros)})
+	}
+	v.Total = accounting.FormatMoney(total)
+	if !until.IsZero() {
+		v.MeteredUntil = until.UTC().Format(pageTime)
+	}
+	return v, nil
+}

@@ -1,0 +1,100 @@
+// Live logs of a job's page: follows the job's log stream (server-sent events from
+// GET /jobs/ID/logs/stream), with follow (keep the newest line in view), pause (stop
+// showing new output; it is kept and shown on resume), a stream and attempt picker,
+// and a download link that matches what is picked.
+(function () {
+  "use strict";
+  var box = document.querySelector("[data-log-url]");
+  if (!box || !window.EventSource) {
+    return;
+  }
+  var out = document.getElementById("log-output");
+  var status = document.getElementById("log-status");
+  var follow = document.getElementById("log-follow");
+  var pause = document.getElementById("log-pause");
+  var streamSel = document.getElementById("log-stream");
+  var attemptSel = document.getElementById("log-attempt");
+  var download = document.getElementById("log-download");
+  var source = null;
+  var paused = false;
+  var held = [];
+  var attempt = "";
+  var waiting = false;
+
+  function query() {
+    var q = [];
+    if (attempt) { q.push("attempt=" + encodeURIComponent(attempt)); }
+    if (streamSel.value) { q.push("stream=" + encodeURIComponent(streamSel.value)); }
+    return q.length ? "?" + q.join("&") : "";
+  }
+
+  function say(text) { status.textContent = text; }
+
+  function show(d) {
+    var span = document.createElement("span");
+    span.className = "log-" + d.stream;
+    if (d.stream === "stderr") { span.title = "stderr"; }
+    span.textContent = d.text;
+    out.appendChild(span);
+    if (follow.checked) { out.scrollTop = out.scrollHeight; }
+  }
+
+  function close() {
+    if (source) { source.close(); source = null; }
+  }
+
+  function open() {
+    close();
+    out.textContent = "";
+    held = [];
+    download.href = box.getAttribute("data-log-download") + query();
+    source = new EventSource(box.getAttribute("data-log-url") + query());
+    say("Following the output live…");
+    source.addEventListener("log", function (e) {
+      var d = JSON.parse(e.data);
+      if (waiting) { waiting = false; say("Following the output live…"); }
+      if (paused) { held.push(d); } else { show(d); }
+    });
+    source.addEventListener("waiting", function () {
+      waiting = true;
+      say("Waiting for the job to start; output appears here as soon as it does.");
+    });
+    source.addEventListener("end", function (e) {
+      var d = JSON.parse(e.data);
+      close();
+      if (!attemptSel.value && d.latest > d.attempt && d.attempt > 0) {
+        // A retry started: follow it, as "latest" asks.
+        attempt = String(d.latest);
+        open();
+        return;
+      }
+      say(d.attempt ? "Attempt " + d.attempt + " ended; the job is " + d.state + ". This is all of its output." :
+        "The job ended (" + d.state + ") without running, so there is no output.");
+    });
+    source.onerror = function () {
+      if (source && source.readyState === EventSource.CONNECTING && !waiting) {
+        say("The connection dropped; reconnecting and carrying on where it stopped…");
+      }
+    };
+  }
+
+  pause.addEventListener("click", function () {
+    paused = !paused;
+    pause.textContent = paused ? "Resume" : "Pause";
+    pause.setAttribute("aria-pressed", String(paused));
+    if (!paused) {
+      held.forEach(show);
+      held = [];
+    }
+    say(paused ? "Paused: new output is kept and shown when you resume." : "Following the output live…");
+  });
+  follow.addEventListener("change", function () {
+    if (follow.checked) { out.scrollTop = out.scrollHeight; }
+  });
+  streamSel.addEventListener("change", open);
+  attemptSel.addEventListener("change", function () {
+    attempt = attemptSel.value;
+    open();
+  });
+  open();
+})();

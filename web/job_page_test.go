@@ -1,0 +1,187 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// sse is one server-sent event.
+type sse struct{ id, event, data string }
+
+// readEvents reads a whole event stream (the server ends it).
+func (s *jobSite) readEvents(c *http.Client, path string) (*http.Response, []sse) {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.srv.URL+path, nil)
+	res, err := c.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out []sse
+	var cur sse
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.event != "" {
+				out = append(out, cur)
+			}
+			cur = sse{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			cur.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return res, out
+}
+
+// A job's page follows it from the queue to its end: why it waits, hold and release,
+// where it ran (simulated GPUs labelled), its output as a stream of events that
+// resumes where it stopped, and cancel; a viewer sees it without the actions.
+func TestJobPage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		token := s.csrf(ada, "/jobs/new")
+		f := jobForm(token)
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		page := "/jobs/" + m[1]
+		res, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil)
+		if res.StatusCode != 200 || !strings.Contains(body, "is queued. This page follows it live.") || !strings.Contains(body, "◷ queued") ||
+			!strings.Contains(body, "The scheduler has not looked at it yet") || !strings.Contains(body, `hx-trigger="every 2s"`) ||
+			!strings.Contains(body, "EPOCHS, LR") || strings.Contains(body, "0.1</") || !strings.Contains(body, "python train.py --note &#39;two words&#39;") {
+			t.Fatalf("page of a queued job = %d %s", res.StatusCode, body)
+		}
+		s.disp.Tick(ctx)
+		if _, body = s.send(ada, "GET", page, "", nil); !strings.Contains(body, "Why is this pending?") || !strings.Contains(body, "the cluster has no nodes") {
+			t.Fatalf("page after a pass without nodes: %s", body)
+		}
+		if res, _ = s.send(ada, "POST", page+"/hold", url.Values{"csrf_token": {token}}.Encode(), nil); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("hold = %d", res.StatusCode)
+		}
+		if _, body = s.send(ada, "GET", page, "", nil); !strings.Contains(body, "⏸ held") || !strings.Contains(body, ">Release</button>") || !strings.Contains(body, "by user:ada") {
+			t.Fatalf("page of a held job: %s", body)
+		}
+		res, _ = s.send(ada, "POST", page+"/hold", url.Values{"csrf_token": {token}}.Encode(), nil)
+		if !strings.Contains(res.Header.Get("Location"), url.QueryEscape("Only a queued job can be held; this one is held")) {
+			t.Fatalf("hold of a held job → %q", res.Header.Get("Location"))
+		}
+		s.send(ada, "POST", page+"/release", url.Values{"csrf_token": {token}}.Encode(), nil)
+
+		// The stream of a job not started yet says so and lets the browser ask again.
+		_, evs := s.readEvents(ada, page+"/logs/stream")
+		if len(evs) != 1 || evs[0].event != "waiting" {
+			t.Fatalf("stream of a queued job = %+v", evs)
+		}
+
+		// A node joins; the job starts on it and writes output through the agent protocol.
+		node := s.join("gpu-a", "2xA100-80GB")
+		s.disp.Tick(ctx)
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 {
+			t.Fatalf("leases = %+v, %v", leases, err)
+		}
+		ref := leases.Allocations[0].AttemptRef
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+			t.Fatal(err)
+		}
+		for i, chunk := range []struct{ stream, text string }{{"stdout", "epoch 1\n"}, {"stderr", "warning: slow\n"}, {"stdout", "epoch 2\n"}} {
+			offset := map[int]int64{0: 0, 1: 0, 2: 8}[i]
+			if _, err := s.disp.AppendLog(ctx, node, agentapi.LogChunk{AttemptRef: ref, Stream: chunk.stream, Offset: offset, Data: []byte(chunk.text)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, body = s.send(ada, "GET", page, "", nil)
+		if !strings.Contains(body, "▶ running") || !strings.Contains(body, "gpu-a") || !strings.Contains(body, ">SIMULATED</span>") ||
+			!strings.Contains(body, "GPU 0 · A100-80GB") || strings.Contains(body, "Why is this pending?") {
+			t.Fatalf("page of a running job: %s", body)
+		}
+		exit := 0
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+			t.Fatal(err)
+		}
+		res, evs = s.readEvents(ada, page+"/logs/stream")
+		if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" || len(evs) != 4 || evs[3].event != "end" {
+			t.Fatalf("stream of an ended attempt (%s) = %+v", ct, evs)
+		}
+		var text []string
+		for _, e := range evs[:3] {
+			var d struct{ Stream, Text string }
+			if err := json.Unmarshal([]byte(e.data), &d); err != nil || e.event != "log" || e.id == "" {
+				t.Fatalf("log event %+v: %v", e, err)
+			}
+			text = append(text, d.Stream+":"+d.Text)
+		}
+		if strings.Join(text, "") != "stdout:epoch 1\nstderr:warning: slow\nstdout:epoch 2\n" || !strings.Contains(evs[3].data, `"state":"succeeded"`) {
+			t.Fatalf("stream = %q, end %s", text, evs[3].data)
+		}
+		// A browser that reconnects after the first event gets the rest, and one stream alone.
+		req, _ := http.NewRequest(http.MethodGet, s.srv.URL+page+"/logs/stream?stream=stdout", nil)
+		req.Header.Set("Last-Event-ID", evs[0].id)
+		res, err = ada.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := new(strings.Builder)
+		bufio.NewReader(res.Body).WriteTo(b)
+		res.Body.Close()
+		if strings.Count(b.String(), "event: log") != 1 || !strings.Contains(b.String(), `epoch 2`) {
+			t.Fatalf("resumed stdout stream: %s", b)
+		}
+		_, body = s.send(ada, "GET", page, "", nil)
+		if !strings.Contains(body, "✓ succeeded") || strings.Contains(body, `hx-trigger="every 2s"`) || strings.Contains(body, `id="cancel-job"`) {
+			t.Fatalf("page of a finished job: %s", body)
+		}
+		res, _ = s.send(ada, "POST", page+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)
+		if !strings.Contains(res.Header.Get("Location"), url.QueryEscape("had already ended (succeeded)")) {
+			t.Fatalf("cancel of a finished job → %q", res.Header.Get("Location"))
+		}
+
+		// A viewer reads the page without the actions; another project's user may not.
+		vic := s.user("vic", "default", models.RoleViewer)
+		if res, body := s.send(vic, "GET", page, "", nil); res.StatusCode != 200 || strings.Contains(body, ">Re-run</button>") || strings.Contains(body, ">Clone</a>") {
+			t.Fatalf("page for a viewer = %d", res.StatusCode)
+		}
+		if res, _ := s.send(vic, "POST", page+"/cancel", url.Values{"csrf_token": {s.csrf(vic, page)}}.Encode(), nil); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("cancel as a viewer = %d", res.StatusCode)
+		}
+		c, _ := s.member("olga")
+		if res, _ := s.send(c, "GET", page, "", nil); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("page for an outsider = %d", res.StatusCode)
+		}
+		if res, _ := s.send(ada, "GET", "/jobs/999999", "", nil); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("missing job = %d", res.StatusCode)
+		}
+
+		// Cancelling a running job from its page stops it.
+		res, _ = s.send(ada, "POST", page+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		s.disp.Tick(ctx)
+		res, _ = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)
+		if _, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil); !strings.Contains(body, "⊘ cancelled") || !strings.Contains(body, "cancelled by ada") {
+			t.Fatalf("page after cancel: %s", body)
+		}
+	})
+}
