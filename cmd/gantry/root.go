@@ -90,6 +90,6 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Run Gantry's benchmarks (scheduler trace replay and more)",
 	}
-	cmd.AddCommand(newBenchTraceCmd())
+	cmd.AddCommand(newBenchTraceCmd(), newBenchFleetCmd())
 	return cmd
 }

@@ -53,7 +53,7 @@ func startGantry(w *Workload, c *simCluster) (decider, error) {
 	}
 	reqs := make([]scheduler.Request, len(w.Trace))
 	for i := range w.Trace {
-		reqs[i] = podRequest(&w.Trace[i])
+		reqs[i] = PodRequest(&w.Trace[i])
 	}
 	snap.Workload = scheduler.WorkloadFromRequests(reqs)
 	cluster, err := scheduler.NewCluster(snap, sched.Config())
@@ -63,7 +63,7 @@ func startGantry(w *Workload, c *simCluster) (decider, error) {
 	seq := 0
 	return func(p *TracePod) (int, []int, bool) {
 		seq++
-		job := scheduler.Job{ID: p.Name + "#" + strconv.Itoa(seq), Request: podRequest(p)}
+		job := scheduler.Job{ID: p.Name + "#" + strconv.Itoa(seq), Request: PodRequest(p)}
 		pl, ok, _ := sched.Place(cluster, job)
 		if !ok {
 			return 0, nil, false
@@ -80,8 +80,8 @@ func startGantry(w *Workload, c *simCluster) (decider, error) {
 	}, nil
 }
 
-// podRequest is the job a trace pod submits.
-func podRequest(p *TracePod) scheduler.Request {
+// PodRequest is the job a trace pod submits.
+func PodRequest(p *TracePod) scheduler.Request {
 	r := scheduler.Request{CPUMilli: p.CPUMilli, RAMMiB: p.MemoryMiB, GPUModels: p.Spec}
 	if p.Milli > 0 {
 		r.GPUs = p.Num

@@ -29,6 +29,11 @@ type TracePod struct {
 	Num       int
 	Milli     int
 	Spec      []string
+	// QoS is the pod's class (LS, BE, Burstable, Guaranteed), when the list has it.
+	QoS string
+	// Created and Deleted are the pod's creation and deletion times in seconds from
+	// the trace's start, when the list has them (0 otherwise).
+	Created, Deleted int64
 }
 
 // GPUDemand is the pod's GPU demand in milli-GPU (num × milli).
@@ -142,6 +147,20 @@ func ReadPods(name string, r io.Reader) ([]TracePod, error) {
 		}
 		if spec := t.str("gpu_spec"); spec != "" && spec != "nan" {
 			p.Spec = strings.Split(spec, "|")
+		}
+		p.QoS = t.str("qos")
+		if _, ok := t.cols["creation_time"]; ok {
+			if _, ok := t.cols["deletion_time"]; !ok {
+				return nil, &LineError{File: name, Line: 1, Msg: "header has creation_time but no deletion_time"}
+			}
+			p.Created = t.int64("creation_time", 0, 1<<40)
+			p.Deleted = t.int64("deletion_time", 0, 1<<40)
+			if t.err != nil {
+				return nil, t.err
+			}
+			if p.Deleted < p.Created {
+				return nil, t.fail("deletion_time", fmt.Sprintf("pod %q is deleted at %d, before its creation at %d", p.Name, p.Deleted, p.Created))
+			}
 		}
 		pods = append(pods, p)
 	}

@@ -119,3 +119,23 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
+
+// The pod list's QoS and creation and deletion times, which the fleet simulation replays.
+func TestReadPodTimes(t *testing.T) {
+	header := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+	pods, err := ReadPods("pods.csv", strings.NewReader(header+"p0,12000,16384,1,1000,,LS,Running,0,12537496,0\np1,6000,12288,1,460,,BE,Running,427061,12902960,427061\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods[0].QoS != "LS" || pods[0].Created != 0 || pods[0].Deleted != 12537496 || pods[1].QoS != "BE" || pods[1].Created != 427061 {
+		t.Fatalf("pods %+v", pods)
+	}
+	for in, want := range map[string]string{
+		header + "p0,1,1,0,0,,BE,Running,10,5,\n":                                  `pods.csv:2: column deletion_time: pod "p0" is deleted at 5, before its creation at 10`,
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\np,1,1,0,0,3\n": "pods.csv:1: header has creation_time but no deletion_time",
+	} {
+		if _, err := ReadPods("pods.csv", strings.NewReader(in)); err == nil || err.Error() != want {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+}
