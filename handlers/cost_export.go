@@ -18,13 +18,9 @@ func (h *Handler) CostExport(c *gin.Context) {
 		return
 	}
 	v, err := h.costRequest(c, user, time.Now().UTC())
-	acc, aerr := accounting.New(h.store, accounting.Config{})
-	if err == nil {
-		err = aerr
-	}
 	var rows []accounting.Row
 	if err == nil && !v.none() {
-		rows, err = acc.Rollup(c.Request.Context(), v.query)
+		rows, err = h.cost.Rollup(c.Request.Context(), v.query)
 	}
 	var fe *models.FieldError
 	if errors.As(err, &fe) {

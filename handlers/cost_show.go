@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -33,10 +34,8 @@ func (h *Handler) CostShow(c *gin.Context) {
 		v.filter.Bucket, v.query.Bucket = "day", "day"
 	}
 	d.Filter, d.Scope = v.filter, costScope(v)
-	acc, aerr := accounting.New(h.store, accounting.Config{})
-	if err == nil {
-		err = aerr
-	}
+	d.Settings = permission(c).CanRead(authz.Platform)
+	acc := h.cost
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		d.Error, d.Field = fieldMessage(fe), fe.Field

@@ -29,7 +29,7 @@ func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, st
 	ctx := context.Background()
 	al := audit.New(st, time.Now)
 	az := authz.New(st, al)
-	acc, err := accounting.New(st, accounting.Config{})
+	acc, err := accounting.New(st, al, accounting.Config{})
 	must(t, err)
 	_, err = acc.CreateRate(ctx, models.CostRate{Resource: "egress", RateMicros: 1_000_000, EffectiveFrom: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	must(t, err)
@@ -65,7 +65,7 @@ func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, st
 	must(t, err)
 
 	gin.SetMode(gin.ReleaseMode)
-	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Authz: az, Audit: al})
+	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Authz: az, Audit: al, Accounting: acc})
 	servers := map[string]*httptest.Server{}
 	for name, u := range users {
 		r := gin.New()

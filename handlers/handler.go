@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
+	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
@@ -37,6 +39,8 @@ type Handler struct {
 	// telemetry reads GPU history, job metrics and hints for the job pages.
 	telemetry *telemetry.Service
 	quotas    *quotas.Service
+	cost      *accounting.Accounting
+	gov       *governance.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
 	secureCookies bool
 }
@@ -61,6 +65,9 @@ type Services struct {
 	Telemetry *telemetry.Service
 	// Quotas keeps the teams' quotas.
 	Quotas *quotas.Service
+	// Accounting and Governance serve the cost, budget, rule and alert pages.
+	Accounting *accounting.Accounting
+	Governance *governance.Service
 	// SecureCookies marks cookies Secure on plain HTTP too, for a TLS-terminating proxy in front.
 	SecureCookies bool
 }
@@ -83,6 +90,8 @@ func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handl
 		dir:           svc.Directory,
 		quotas:        svc.Quotas,
 		telemetry:     svc.Telemetry,
+		cost:          svc.Accounting,
+		gov:           svc.Governance,
 		secureCookies: svc.SecureCookies,
 	}
 }

@@ -297,7 +297,7 @@ func jobByID(t *testing.T, st *store.Store, id string) *models.Job {
 
 func mustAccounting(t *testing.T, st *store.Store) *accounting.Accounting {
 	t.Helper()
-	acc, err := accounting.New(st, accounting.Config{})
+	acc, err := accounting.New(st, audit.New(st, time.Now), accounting.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

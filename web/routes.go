@@ -38,6 +38,22 @@ func routes(h *handlers.Handler) []route {
 		// cost; admins and auditors (cost:read platform-wide) see every team.
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
+		// Cost settings: auditors read them, admins change them (audited by the services).
+		{"GET", "/admin/cost/rates", Global(authz.Platform, authz.Read), h.CostRatesIndex},
+		{"POST", "/admin/cost/rates", Global(authz.Platform, authz.Write), h.CostRateCreate},
+		{"POST", "/admin/cost/rates/:id/delete", Global(authz.Platform, authz.Write), h.CostRateDelete},
+		{"GET", "/admin/cost/budgets", Global(authz.Platform, authz.Read), h.CostBudgetsIndex},
+		{"POST", "/admin/cost/budgets", Global(authz.Platform, authz.Write), h.CostBudgetCreate},
+		{"POST", "/admin/cost/budgets/:id", Global(authz.Platform, authz.Write), h.CostBudgetUpdate},
+		{"POST", "/admin/cost/budgets/:id/delete", Global(authz.Platform, authz.Write), h.CostBudgetDelete},
+		{"GET", "/admin/cost/rules", Global(authz.Platform, authz.Read), h.CostRulesIndex},
+		{"POST", "/admin/cost/rules", Global(authz.Platform, authz.Write), h.CostRuleCreate},
+		{"GET", "/admin/cost/rules/:id", Global(authz.Platform, authz.Read), h.CostRuleShow},
+		{"POST", "/admin/cost/rules/:id", Global(authz.Platform, authz.Write), h.CostRuleUpdate},
+		{"POST", "/admin/cost/evaluate", Global(authz.Platform, authz.Write), h.CostRulesEvaluate},
+		{"GET", "/admin/cost/channels", Global(authz.Platform, authz.Read), h.CostChannelsIndex},
+		{"POST", "/admin/cost/channels", Global(authz.Platform, authz.Write), h.CostChannelCreate},
+		{"POST", "/admin/cost/channels/:id", Global(authz.Platform, authz.Write), h.CostChannelUpdate},
 
 		{"GET", "/jobs", SignedIn(), h.JobsIndex},
 		// The telemetry panel of a job: a page, or the fragment a job page embeds.

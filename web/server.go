@@ -17,6 +17,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
+	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
@@ -49,6 +50,9 @@ type Config struct {
 	// Telemetry reads GPU history, job metrics and hints for the job pages; nil: one
 	// over Store with the default retention.
 	Telemetry *telemetry.Service
+	// Governance is the leader's rules service, with its channels' senders; nil: one
+	// over Store that raises alerts on demand and leaves sending them to the leader.
+	Governance *governance.Service
 }
 
 // NewRouter builds the gin engine with the middleware chain and the route table.
@@ -83,11 +87,16 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Dispatch != nil {
 		stop, kick = cfg.Dispatch, cfg.Dispatch
 	}
+	acc, gov, err := costServices(cfg, al)
+	if err != nil {
+		// The defaults are valid and every dependency is given: this is a bug, not input.
+		panic(err)
+	}
 	js := jobs.New(cfg.Store, al, kick)
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
 		Dispatch:      cfg.Dispatch,
 		Jobs:          js,
-		Preview:       jobs.NewPreviewer(js, previewDeps(cfg, now)),
+		Preview:       jobs.NewPreviewer(js, previewDeps(cfg, acc, now)),
 		Identity:      id,
 		Authz:         az,
 		Audit:         al,
@@ -97,6 +106,8 @@ func NewRouter(cfg Config) http.Handler {
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		Telemetry:     cfg.Telemetry,
 		Quotas:        quotas.New(cfg.Store, al),
+		Accounting:    acc,
+		Governance:    gov,
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}
@@ -110,19 +121,34 @@ func NewRouter(cfg Config) http.Handler {
 
 // previewDeps are what the submit form's preview asks: the scheduler (when this server
 // has dispatch), the rate cards and GPU history.
-func previewDeps(cfg Config, now func() time.Time) jobs.PreviewDeps {
-	d := jobs.PreviewDeps{Now: now}
+func previewDeps(cfg Config, acc *accounting.Accounting, now func() time.Time) jobs.PreviewDeps {
+	d := jobs.PreviewDeps{Now: now, Prices: acc}
 	if cfg.Dispatch != nil {
 		d.Placements = cfg.Dispatch
-	}
-	// It only fails on a bad configuration, and its defaults are good ones.
-	if acc, err := accounting.New(cfg.Store, accounting.Config{}); err == nil {
-		d.Prices = acc
 	}
 	if cfg.Telemetry != nil {
 		d.History = cfg.Telemetry
 	}
 	return d
+}
+
+// costServices returns accounting over the store and the governance of cfg, or one
+// built like the leader's over cfg's telemetry, without senders, stopping jobs through
+// cfg's dispatch.
+func costServices(cfg Config, al *audit.Log) (*accounting.Accounting, *governance.Service, error) {
+	acc, err := accounting.New(cfg.Store, al, accounting.Config{})
+	if err != nil || cfg.Governance != nil {
+		return acc, cfg.Governance, err
+	}
+	if cfg.Telemetry == nil {
+		return nil, nil, errors.New("governance needs telemetry, which is off")
+	}
+	deps := governance.Deps{Store: cfg.Store, Accounting: acc, Audit: al, Log: cfg.Log.With("component", "governance"), Idle: cfg.Telemetry}
+	if cfg.Dispatch != nil {
+		deps.Stopper = cfg.Dispatch
+	}
+	gov, err := governance.New(deps, governance.Config{})
+	return acc, gov, err
 }
 
 // shutdownGrace bounds how long in-flight requests may finish after a stop signal.

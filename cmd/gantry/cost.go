@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/audit"
 )
 
 func newCostCmd(g *globalOpts) *cobra.Command {
@@ -65,7 +66,7 @@ six exact decimals; "unallocated" is the cost of GPUs no job held.
 				return err
 			}
 			defer st.Close()
-			acc, err := accounting.New(st, accounting.Config{})
+			acc, err := accounting.New(st, audit.New(st, time.Now), accounting.Config{})
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
@@ -18,7 +19,7 @@ func TestCostReport(t *testing.T) {
 			cfg := b.Config(t)
 			st := storetest.Open(t, cfg)
 			ctx := context.Background()
-			acc, err := accounting.New(st, accounting.Config{})
+			acc, err := accounting.New(st, audit.New(st, time.Now), accounting.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -136,7 +136,8 @@ func configureCost(t *testing.T, ctx context.Context, dir, hookURL string) int64
 	team := &models.Team{Name: "vision"}
 	must(t, st.CreateTeam(ctx, team))
 	must(t, st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "detect"}))
-	acc, err := accounting.New(st, accounting.Config{})
+	al := audit.New(st, time.Now)
+	acc, err := accounting.New(st, al, accounting.Config{})
 	must(t, err)
 	_, err = acc.CreateRate(ctx, models.CostRate{Resource: models.ResourceGPU, RateMicros: 360_000_000, EffectiveFrom: time.Now().AddDate(0, 0, -1)})
 	must(t, err)
@@ -144,7 +145,7 @@ func configureCost(t *testing.T, ctx context.Context, dir, hookURL string) int64
 	must(t, err)
 	tel, err := telemetry.New(st, telemetry.Config{})
 	must(t, err)
-	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: audit.New(st, time.Now), Idle: tel,
+	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Idle: tel,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, governance.Config{})
 	must(t, err)
 	hook, err := gov.CreateChannel(ctx, governance.ChannelInput{Name: "chat", Kind: governance.ChannelWebhook, Target: hookURL, Enabled: true})

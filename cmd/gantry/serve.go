@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,10 +51,13 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			defer st.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "Gantry %s is serving at http://%s/ (database: %s)\n", version, ln.Addr(), st.Dialect())
-			if err := bootstrap(ctx, cmd.OutOrStdout(), st, authOptions); err != nil {
+			// The address line comes first, but only once the first admin exists: whoever
+			// waits for it may sign in at once.
+			var firstStart strings.Builder
+			if err := bootstrap(ctx, &firstStart, st, authOptions); err != nil {
 				return err
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Gantry %s is serving at http://%s/ (database: %s)\n%s", version, ln.Addr(), st.Dialect(), firstStart.String())
 			dctx, stopDispatch := context.WithCancel(ctx)
 			plane, err := disp.startDispatch(dctx, st, log, db.dataDir, ln.Addr(), &cost, auth.publicURL)
 			if err != nil {
@@ -61,7 +65,7 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			defer func() { stopDispatch(); plane.wait() }()
-			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch,
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch, Governance: plane.governance,
 				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)

@@ -66,11 +66,12 @@ func (o *costOpts) services(st *store.Store, tel *telemetry.Service, stopper gov
 	if mailer != nil {
 		senders[governance.ChannelEmail] = *mailer
 	}
-	acc, err := accounting.New(st, accounting.Config{})
+	al := audit.New(st, time.Now)
+	acc, err := accounting.New(st, al, accounting.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
-	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: audit.New(st, time.Now), Log: log.With("component", "governance"),
+	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Log: log.With("component", "governance"),
 		Idle: tel, Stopper: stopper, Senders: senders}, governance.Config{PortalURL: publicURL})
 	if err != nil {
 		return nil, nil, err

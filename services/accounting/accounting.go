@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -20,11 +21,16 @@ type Config struct {
 // Accounting prices usage into the ledger and reads it back.
 type Accounting struct {
 	store *store.Store
+	audit *audit.Log
 	cfg   Config
 }
 
-// New returns an Accounting over st; zero fields of cfg take their defaults.
-func New(st *store.Store, cfg Config) (*Accounting, error) {
+// New returns an Accounting over st that audits rate and budget changes in al; zero
+// fields of cfg take their defaults.
+func New(st *store.Store, al *audit.Log, cfg Config) (*Accounting, error) {
+	if st == nil || al == nil {
+		return nil, fmt.Errorf("accounting needs a store and an audit log")
+	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Hour
 	}
@@ -38,7 +44,7 @@ func New(st *store.Store, cfg Config) (*Accounting, error) {
 	if cfg.LateGrace < 0 {
 		return nil, fmt.Errorf("late grace %s: want 0 or more", cfg.LateGrace)
 	}
-	return &Accounting{store: st, cfg: cfg}, nil
+	return &Accounting{store: st, audit: al, cfg: cfg}, nil
 }
 
 // Interval returns the metering grain.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -26,7 +27,8 @@ type BudgetInput struct {
 	Thresholds   []int // percentages; nil for DefaultThresholds
 }
 
-// CreateBudget validates and stores a monthly budget; a team or project has at most one.
+// CreateBudget validates and stores a monthly budget, audited; a team or project has at
+// most one.
 func (a *Accounting) CreateBudget(ctx context.Context, in BudgetInput) (*models.Budget, error) {
 	thresholds, err := validateBudget(&in)
 	if err != nil {
@@ -39,7 +41,14 @@ func (a *Accounting) CreateBudget(ctx context.Context, in BudgetInput) (*models.
 		return nil, err
 	}
 	b := &models.Budget{TeamID: in.TeamID, ProjectID: in.ProjectID, AmountMicros: in.AmountMicros, Thresholds: thresholds}
-	if err := a.store.CreateBudget(ctx, b); err != nil {
+	err = a.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CreateBudget(ctx, b); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "budget.created", ObjectType: "budget", ObjectID: fmt.Sprint(b.ID),
+			ProjectID: b.ProjectID, Detail: b})
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			field := "team_id"
 			if in.ProjectID != nil {
@@ -52,7 +61,8 @@ func (a *Accounting) CreateBudget(ctx context.Context, in BudgetInput) (*models.
 	return b, nil
 }
 
-// UpdateBudget changes the amount and thresholds of budget id (not whose it is).
+// UpdateBudget changes the amount and thresholds of budget id (not whose it is),
+// audited with the before and after.
 func (a *Accounting) UpdateBudget(ctx context.Context, id int64, in BudgetInput) (*models.Budget, error) {
 	thresholds, err := validateBudget(&in)
 	if err != nil {
@@ -62,16 +72,34 @@ func (a *Accounting) UpdateBudget(ctx context.Context, id int64, in BudgetInput)
 	if err != nil {
 		return nil, err
 	}
+	before := *b
 	b.AmountMicros, b.Thresholds = in.AmountMicros, thresholds
-	if err := a.store.UpdateBudget(ctx, b); err != nil {
+	err = a.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.UpdateBudget(ctx, b); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "budget.updated", ObjectType: "budget", ObjectID: fmt.Sprint(id),
+			ProjectID: b.ProjectID, Detail: map[string]any{"before": before, "after": b}})
+	})
+	if err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// DeleteBudget removes budget id.
+// DeleteBudget removes budget id, audited.
 func (a *Accounting) DeleteBudget(ctx context.Context, id int64) error {
-	return a.store.DeleteBudget(ctx, id)
+	return a.store.InTx(ctx, func(tx *store.Store) error {
+		b, err := tx.BudgetByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBudget(ctx, id); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "budget.deleted", ObjectType: "budget", ObjectID: fmt.Sprint(id),
+			ProjectID: b.ProjectID, Detail: b})
+	})
 }
 
 // Budgets returns every budget.

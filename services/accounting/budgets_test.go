@@ -8,6 +8,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -77,6 +78,7 @@ func TestBudgetsRefuseBadInput(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
 		team, project, nobody := &w.teams["vision"].ID, &w.projects["detect"].ID, ptr(int64(999))
+		w.ctx = audit.WithActor(w.ctx, audit.Actor{Name: "ada", Type: models.ActorUser})
 		_, err := w.acc.CreateBudget(w.ctx, accounting.BudgetInput{TeamID: team, AmountMicros: 1})
 		must(t, err)
 		cases := []struct {
@@ -111,6 +113,10 @@ func TestBudgetsRefuseBadInput(t *testing.T) {
 		must(t, w.acc.DeleteBudget(w.ctx, b.ID))
 		if err := w.acc.DeleteBudget(w.ctx, b.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("second delete: %v, want ErrNotFound", err)
+		}
+		// Only what was done is audited, by the actor of the context.
+		if got := w.audited("budget."); got != "budget.created:ada budget.created:ada budget.updated:ada budget.deleted:ada" {
+			t.Errorf("audited %q", got)
 		}
 	})
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -36,7 +38,7 @@ type world struct {
 // user bob); pools ondemand and spot; an image matlab; accounting with hourly metering.
 func newWorld(t *testing.T, s *store.Store) *world {
 	t.Helper()
-	acc, err := accounting.New(s, accounting.Config{Interval: time.Hour})
+	acc, err := accounting.New(s, audit.New(s, time.Now), accounting.Config{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +184,20 @@ func fresh(t *testing.T, s *store.Store) *store.Store {
 	}
 	t.Fatalf("no test backend for %s", s.Dialect())
 	return nil
+}
+
+// audited lists the audit events whose action starts with prefix, as action:actor, oldest first.
+func (w *world) audited(prefix string) string {
+	w.t.Helper()
+	events, err := w.s.AuditEventsAfter(w.ctx, store.AuditFilter{}, 0, 1000)
+	must(w.t, err)
+	var out []string
+	for _, e := range events {
+		if strings.HasPrefix(e.Action, prefix) {
+			out = append(out, e.Action+":"+e.Actor)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }

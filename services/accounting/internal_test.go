@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -144,11 +145,11 @@ func TestChargesAndUnallocatedAddUpForAnyShares(t *testing.T) {
 func TestNewRefusesIntervalsThatDoNotDivideADay(t *testing.T) {
 	t.Parallel()
 	for _, d := range []time.Duration{7 * time.Minute, 30 * time.Second, 25 * time.Hour, 90*time.Second + 500*time.Millisecond} {
-		if _, err := New(nil, Config{Interval: d}); err == nil {
+		if _, err := New(&store.Store{}, &audit.Log{}, Config{Interval: d}); err == nil {
 			t.Errorf("interval %s accepted", d)
 		}
 	}
-	if _, err := New(nil, Config{Interval: 15 * time.Minute}); err != nil {
+	if _, err := New(&store.Store{}, &audit.Log{}, Config{Interval: 15 * time.Minute}); err != nil {
 		t.Errorf("15m refused: %v", err)
 	}
 }

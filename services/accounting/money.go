@@ -3,6 +3,8 @@ package accounting
 import (
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
 )
 
 // MicrosPerUnit is how many micro-units make one unit of the currency.
@@ -43,4 +45,29 @@ func FormatMilli(milli int64) string {
 		sign, milli = "-", -milli
 	}
 	return fmt.Sprintf("%s%d.%03d", sign, milli/1000, milli%1000)
+}
+
+// ParseMoney reads an amount of the currency written as a decimal with at most six
+// places ("2.5", "-0.000125"; no thousands separators) into micro-units.
+func ParseMoney(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	bad := fmt.Errorf("%q is not an amount: write a decimal number such as 2.50 (at most six decimals)", s)
+	if whole == "" && frac == "" || len(frac) > 6 || len(whole) > 12 || strings.Trim(whole+frac, "0123456789") != "" {
+		return 0, bad
+	}
+	units, err := strconv.ParseInt("0"+whole, 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	micros, err := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	v := units*MicrosPerUnit + micros
+	if neg {
+		v = -v
+	}
+	return v, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -21,6 +22,9 @@ const (
 	UnitGiB      = "gib"
 	UnitJobHour  = "job-hour"
 )
+
+// Units lists every unit a rate can be priced in.
+var Units = []string{UnitGPUHour, UnitCoreHour, UnitGiBHour, UnitGiBMonth, UnitGiB, UnitJobHour}
 
 // resourceRule says which units a resource is priced in, which key fields it may use,
 // and the highest price that is still believable (above it, a typo is likelier).
@@ -87,8 +91,9 @@ func validateRate(r *models.CostRate) error {
 	return nil
 }
 
-// CreateRate validates and adds a rate. A rate takes effect at or after the end of the
-// metered ledger, never before: a change never rewrites the past.
+// CreateRate validates and adds a rate, audited with the actor of ctx. A rate takes
+// effect at or after the end of the metered ledger, never before: a change never
+// rewrites the past.
 func (a *Accounting) CreateRate(ctx context.Context, r models.CostRate) (*models.CostRate, error) {
 	r.ID = 0
 	if err := validateRate(&r); err != nil {
@@ -111,7 +116,13 @@ func (a *Accounting) CreateRate(ctx context.Context, r models.CostRate) (*models
 	case !imageOK:
 		return nil, models.Invalid("image_id", "there is no image %d", *r.ImageID)
 	}
-	if err := a.store.CreateCostRate(ctx, &r); err != nil {
+	err = a.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CreateCostRate(ctx, &r); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "cost_rate.created", ObjectType: "cost_rate", ObjectID: fmt.Sprint(r.ID), Detail: r})
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, models.Invalid("effective_from", "overlaps another %s rate of the same model, pool, capacity type and image that takes effect at %s; each takes effect at its own instant",
 				r.Resource, r.EffectiveFrom.Format(time.RFC3339))
@@ -121,7 +132,7 @@ func (a *Accounting) CreateRate(ctx context.Context, r models.CostRate) (*models
 	return &r, nil
 }
 
-// DeleteRate removes a rate that has not yet priced any metered time.
+// DeleteRate removes a rate that has not yet priced any metered time, audited.
 func (a *Accounting) DeleteRate(ctx context.Context, id int64) error {
 	metered, ok, err := a.store.MeteredUntil(ctx)
 	if err != nil {
@@ -130,7 +141,17 @@ func (a *Accounting) DeleteRate(ctx context.Context, id int64) error {
 	if !ok {
 		metered = time.Time{}
 	}
-	if err := a.store.DeleteCostRate(ctx, id, metered); err != nil {
+	err = a.store.InTx(ctx, func(tx *store.Store) error {
+		r, err := tx.CostRateByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteCostRate(ctx, id, metered); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "cost_rate.deleted", ObjectType: "cost_rate", ObjectID: fmt.Sprint(id), Detail: r})
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrStale) {
 			return fmt.Errorf("rate %d took effect before %s and has priced the ledger; add a newer rate instead: %w",
 				id, metered.Format(time.RFC3339), err)
@@ -143,4 +164,10 @@ func (a *Accounting) DeleteRate(ctx context.Context, id int64) error {
 // Rates returns every rate, by resource, GPU model and effective date.
 func (a *Accounting) Rates(ctx context.Context) ([]models.CostRate, error) {
 	return a.store.CostRates(ctx)
+}
+
+// MeteredUntil returns the end of the metered ledger: rates may take effect from there
+// on. ok is false before the first metering.
+func (a *Accounting) MeteredUntil(ctx context.Context) (until time.Time, ok bool, err error) {
+	return a.store.MeteredUntil(ctx)
 }

@@ -88,5 +88,8 @@ func TestRateChangesNeverRewriteThePast(t *testing.T) {
 			t.Errorf("deleting it twice: %v, want ErrNotFound", err)
 		}
 		h.checkAmounts(t)
+		if got := h.audited("cost_rate."); strings.Count(got, "cost_rate.created:system") != 11 || !strings.HasSuffix(got, " cost_rate.deleted:system") {
+			t.Errorf("audited %q, want 11 rates created and one deleted", got)
+		}
 	})
 }

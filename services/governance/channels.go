@@ -99,3 +99,7 @@ func (s *Service) UpdateChannel(ctx context.Context, id int64, in ChannelInput) 
 func (s *Service) Channels(ctx context.Context) ([]models.NotificationChannel, error) {
 	return s.store.NotificationChannels(ctx)
 }
+
+// CanSend reports whether this service has a sender for channels of kind, e.g. whether
+// an SMTP server is configured for e-mail.
+func (s *Service) CanSend(kind string) bool { return s.senders[kind] != nil }

@@ -52,7 +52,7 @@ func newEnv(t *testing.T, s *store.Store, cfg governance.Config) *env {
 	e := &env{t: t, ctx: ctx, s: s, users: map[string]*models.User{}, teams: map[string]*models.Team{},
 		projects: map[string]*models.Project{}, channels: map[string]int64{}}
 	var err error
-	if e.acc, err = accounting.New(s, accounting.Config{}); err != nil {
+	if e.acc, err = accounting.New(s, audit.New(s, time.Now), accounting.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	if e.tel, err = telemetry.New(s, telemetry.Config{}); err != nil {

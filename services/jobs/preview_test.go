@@ -67,7 +67,7 @@ func TestPreview(t *testing.T) {
 		d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Telemetry: tel, Now: time.Now,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dispatch.DefaultConfig())
 		must(t, err)
-		acc, err := accounting.New(st, accounting.Config{})
+		acc, err := accounting.New(st, al, accounting.Config{})
 		must(t, err)
 		svc := jobs.New(st, al, noKick{})
 		pv := jobs.NewPreviewer(svc, jobs.PreviewDeps{Placements: d, Prices: acc, History: tel})

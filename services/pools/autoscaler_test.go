@@ -62,7 +62,7 @@ func newLoopEnv(t *testing.T, st *store.Store) *loopEnv {
 	if err := st.CreateProject(e.ctx, le.proj); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := accounting.New(st, accounting.Config{})
+	acc, err := accounting.New(st, e.audit, accounting.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

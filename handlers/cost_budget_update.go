@@ -1,0 +1,41 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// CostBudgetUpdate changes a budget's amount and thresholds.
+func (h *Handler) CostBudgetUpdate(c *gin.Context) {
+	id, ok := paramID(c)
+	if !ok {
+		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		return
+	}
+	in, err := parseBudgetForm(c.PostForm("amount"), c.PostForm("thresholds"))
+	var b *models.Budget
+	if err == nil {
+		b, err = h.cost.UpdateBudget(c.Request.Context(), id, in)
+	}
+	var fe *models.FieldError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+	case errors.As(err, &fe):
+		fe = budgetField(fe)
+		h.renderBudgets(c, http.StatusBadRequest, templates.CostBudgetsData{Form: templates.BudgetForm{Thresholds: percents(accounting.DefaultThresholds)},
+			Flash: templates.CostAdminFlash{Error: "Budget not changed. " + fieldMessage(fe), Field: fe.Field}})
+	case err != nil:
+		h.serverError(c, err)
+	default:
+		c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Saved the budget: "+accounting.FormatMoney(b.AmountMicros)+" a month."))
+	}
+}
