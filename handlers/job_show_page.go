@@ -222,11 +222,7 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 
 // jobCost is what the ledger charged the job so far.
 func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (templates.JobCostView, error) {
-	acc, err := accounting.New(h.store, accounting.Config{})
-	if err != nil {
-		return templates.JobCostView{}, err
-	}
-	rows, until, err := acc.JobCost(ctx, j, now)
+	rows, until, err := h.cost.JobCost(ctx, j, now)
 	if err != nil {
 		return templates.JobCostView{}, err
 	}
