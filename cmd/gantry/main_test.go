@@ -229,7 +229,8 @@ func TestServeOnEveryDatabase(t *testing.T) {
 			cfg := b.Config(t)
 			var env []string
 			if cfg.DatabaseURL != "" {
-				env = []string{"GANTRY_DATABASE_URL=" + cfg.DatabaseURL}
+				// The data dir still keeps the local agent's state: not in the source tree.
+				env = []string{"GANTRY_DATABASE_URL=" + cfg.DatabaseURL, "GANTRY_DATA_DIR=" + t.TempDir()}
 			} else {
 				env = []string{"GANTRY_DATA_DIR=" + cfg.DataDir}
 			}
