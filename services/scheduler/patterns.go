@@ -25,6 +25,10 @@ const patternIterations = 64
 // patternEps is the tolerance on reduced costs and pivots.
 const patternEps = 1e-9
 
+// patternSizes is how many of the most demanded request sizes the LP prices; each costs a
+// knapsack step per iteration. Sizes beyond it are rare and priced at what fits in them.
+const patternSizes = 32
+
 // cardWorth returns worth[f] for f = 0..1000: the most the priced sizes that fit in f
 // milli-GPU are worth together, each size usable any number of times.
 func cardWorth(sizes []int, prices []float64) []float64 {
@@ -69,6 +73,7 @@ func patternPrices(sizes []int, demand []float64) []float64 {
 	y := make([]float64, m)
 	col := make([]float64, m)
 	u := make([]float64, m)
+	ks := newKnapsack(sizes, unit)
 	for it := 0; it < patternIterations*m; it++ {
 		for j := range y {
 			y[j] = 0
@@ -83,7 +88,7 @@ func patternPrices(sizes []int, demand []float64) []float64 {
 			clear(col)
 			col[i] = -1
 		} else {
-			value := bestPattern(sizes, y, unit, col)
+			value := ks.best(y, col)
 			if value <= 1+patternEps {
 				break
 			}
@@ -133,31 +138,49 @@ func pivot(binv [][]float64, x, u []float64, r int) {
 	x[r] = theta
 }
 
-// bestPattern fills out with the pattern of the highest total price that fits one card
-// (an unbounded knapsack in steps of unit milli-GPU) and returns that price.
-func bestPattern(sizes []int, prices []float64, unit int, out []float64) float64 {
-	capacity := 1000 / unit
-	best := make([]float64, capacity+1)
-	last := make([]int, capacity+1)
+// knapsack finds the pattern of the highest total price that fits one card: an
+// unbounded knapsack over the sizes in steps of unit milli-GPU.
+type knapsack struct {
+	sizes []int
+	unit  int
+	value []float64
+	last  []int
+	// priced lists the sizes with a positive price, the only ones worth packing.
+	priced []int
+}
+
+func newKnapsack(sizes []int, unit int) *knapsack {
+	return &knapsack{sizes: sizes, unit: unit, value: make([]float64, 1000/unit+1), last: make([]int, 1000/unit+1)}
+}
+
+// best fills out with the pattern (items per size) and returns its total price.
+func (k *knapsack) best(prices []float64, out []float64) float64 {
+	capacity := len(k.value) - 1
+	k.priced = k.priced[:0]
+	for i, p := range prices {
+		if p > 0 {
+			k.priced = append(k.priced, i)
+		}
+	}
 	for c := 1; c <= capacity; c++ {
-		best[c], last[c] = best[c-1], -1
-		for i, s := range sizes {
-			w := s / unit
-			if w <= c && prices[i] > 0 && best[c-w]+prices[i] > best[c]+patternEps {
-				best[c], last[c] = best[c-w]+prices[i], i
+		k.value[c], k.last[c] = k.value[c-1], -1
+		for _, i := range k.priced {
+			w := k.sizes[i] / k.unit
+			if w <= c && k.value[c-w]+prices[i] > k.value[c]+patternEps {
+				k.value[c], k.last[c] = k.value[c-w]+prices[i], i
 			}
 		}
 	}
 	clear(out)
 	for c := capacity; c > 0; {
-		if i := last[c]; i >= 0 {
+		if i := k.last[c]; i >= 0 {
 			out[i]++
-			c -= sizes[i] / unit
+			c -= k.sizes[i] / k.unit
 		} else {
 			c--
 		}
 	}
-	return best[capacity]
+	return k.value[capacity]
 }
 
 func gcd(a, b int) int {
@@ -170,7 +193,7 @@ func gcd(a, b int) int {
 // workloadWorth prices the per-card request sizes a card class can host and returns the
 // class's worth table (see cardWorth), or nil when the class hosts none of the workload.
 // Sizes are weighted by the cards they take (a 4-GPU request counts four whole cards);
-// only the packShapes sizes with the most demand are priced, to bound the LP.
+// only the patternSizes sizes with the most demand are priced, to bound the LP.
 func workloadWorth(w Workload, cl gpuClass) []float64 {
 	demand := map[int]float64{}
 	for _, s := range w {
@@ -193,7 +216,7 @@ func workloadWorth(w Workload, cl gpuClass) []float64 {
 		sizes = append(sizes, s)
 	}
 	slices.SortFunc(sizes, func(a, b int) int { return cmp.Or(cmp.Compare(demand[b], demand[a]), cmp.Compare(a, b)) })
-	sizes = sizes[:min(len(sizes), packShapes)]
+	sizes = sizes[:min(len(sizes), patternSizes)]
 	d := make([]float64, len(sizes))
 	for i, s := range sizes {
 		d[i] = demand[s]

@@ -62,7 +62,7 @@ func TestPatternPricesAreOptimalDuals(t *testing.T) {
 		}
 		prices := patternPrices(sizes, demand)
 		pattern := make([]float64, len(sizes))
-		if v := bestPattern(sizes, prices, 1, pattern); v > 1+1e-6 {
+		if v := newKnapsack(sizes, 1).best(prices, pattern); v > 1+1e-6 {
 			t.Fatalf("sizes %v demand %v: prices %v let pattern %v be worth %v cards", sizes, demand, prices, pattern, v)
 		}
 		var priced, volume float64
@@ -165,4 +165,24 @@ func TestPatternScorer(t *testing.T) {
 			t.Fatalf("the 300 took card 0, stranding 200 beside the 500")
 		}
 	})
+}
+
+// BenchmarkPatternPrices prices the most sizes the LP takes, none sharing a divisor, so
+// the knapsack runs at single milli-GPU steps: the cost NewCluster pays per card class.
+func BenchmarkPatternPrices(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	seen := map[int]bool{}
+	var sizes []int
+	var demand []float64
+	for len(sizes) < patternSizes {
+		if s := 1 + rng.Intn(1000); !seen[s] {
+			seen[s] = true
+			sizes = append(sizes, s)
+			demand = append(demand, rng.Float64())
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		patternPrices(sizes, demand)
+	}
 }
