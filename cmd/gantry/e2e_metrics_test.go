@@ -58,6 +58,7 @@ curl -sS -o /dev/null -w 'other job: %{http_code}\n' -H "Authorization: Bearer $
 		t.Fatal(err)
 	}
 	py := c.submit("python", `exec "`+pythonInterpreter(t)+`" `+script)
+	spin := c.submit("spin", `end=$(($(date +%s) + 3)); while [ "$(date +%s)" -lt $end ]; do :; done`)
 
 	c.waitState(curl.ID, models.JobSucceeded)
 	if out := c.output(curl.ID, 1, "stdout"); !strings.Contains(out, `{"stored":3,"dropped":0}`) || !strings.Contains(out, "other job: 403") {
@@ -85,6 +86,16 @@ curl -sS -o /dev/null -w 'other job: %{http_code}\n' -H "Authorization: Bearer $
 	}
 	if n := len(metrics(py.ID, "samples_per_sec")); n != 100 {
 		t.Errorf("python job's throughput = %d points, want 100", n)
+	}
+	// The agent measures what each job's processes use, and its heartbeats carry it.
+	c.waitState(spin.ID, models.JobSucceeded)
+	cpu := metrics(spin.ID, telemetry.MetricCPUMilli)
+	busy := false
+	for _, p := range cpu {
+		busy = busy || p.Value >= 100
+	}
+	if !busy {
+		t.Errorf("the spinning job's CPU use = %+v; want a report of at least 0.1 core", cpu)
 	}
 	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
 	for _, l := range logs {

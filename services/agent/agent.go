@@ -65,6 +65,12 @@ type Agent struct {
 	notice  *noticeWatcher
 	beatNow chan struct{}
 
+	// cgroups is where jobs get their CPU and memory limits; nil where cgroup v2
+	// cannot be used.
+	cgroups *cgroupTree
+	// usage turns the jobs' CPU readings into reports; the heartbeat alone uses it.
+	usage *usageMeter
+
 	mu       sync.Mutex
 	attempts map[agentapi.AttemptRef]*attempt
 	orphans  map[agentapi.AttemptRef]bool // reported as unknown to this node
@@ -96,7 +102,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, client: c, log: cfg.Log, attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{},
+	a := &Agent{cfg: cfg, client: c, log: cfg.Log, usage: newUsageMeter(), attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{},
 		beatNow: make(chan struct{}, 1)}
 	if cfg.InterruptionURL != "" {
 		format := cfg.InterruptionFormat
@@ -146,6 +152,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.client.credential = id.Credential
 	a.log.Info("agent running", "node", id.Name, "server", a.cfg.Server, "simulated_gpus", a.cfg.GPUs.Simulated())
+	if a.cgroups, err = setupCgroups(); err != nil {
+		a.log.Info("jobs run without cgroup v2 CPU and memory limits", "why", err)
+	} else {
+		a.log.Info("jobs run in cgroup v2 with their CPU and memory limits", "cgroup", a.cgroups.jobs)
+	}
 	if err := a.reattach(ctx); err != nil {
 		return err
 	}
@@ -268,6 +279,9 @@ func (a *Agent) beat(ctx context.Context) error {
 
 func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, error) {
 	req := agentapi.HeartbeatRequest{Interruption: a.notice.current()}
+	if now := time.Now(); a.usage.due(now, usageBeats*time.Duration(a.heartbeatEvery.Load())) {
+		req.Jobs = a.usage.report(now, a.cpuOfAttempts(now))
+	}
 	if s, err := a.cfg.GPUs.Sample(ctx); err == nil {
 		req.Sample = &s
 	} else {
@@ -417,6 +431,14 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 		Env: jobEnv(l, jobContext{
 			work: f.path(workDir), scratch: f.path(scratchDir), checkpoints: checkpoint, server: a.client.base, token: token,
 		}),
+		MemoryMiB: l.MemoryMiB,
+	}
+	if a.cgroups != nil {
+		cg, err := a.cgroups.create(attemptDirName(l.AttemptRef), l.CPUMilli, l.MemoryMiB)
+		if err != nil {
+			a.log.Warn("the attempt runs without its CPU and memory limits", "job", l.JobID, "attempt", l.Attempt, "err", err)
+		}
+		spec.Cgroup = cg
 	}
 	if err := f.writeSecretJSON(specFile, spec); err != nil {
 		return err
@@ -427,7 +449,7 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 	}
 	a.log.Info("attempt started", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica, "gpus", len(l.Devices))
 	at := newAttempt(l.AttemptRef, dir, checkpoint)
-	at.reaped = reaped
+	at.reaped, at.cgroup = reaped, spec.Cgroup
 	a.track(ctx, at)
 	return nil
 }
@@ -462,6 +484,10 @@ func (a *Agent) reattach(ctx context.Context) error {
 			close(at.finished)
 			a.attempts[at.ref] = at
 			continue
+		}
+		var spec shimSpec
+		if err := f.readJSON(specFile, &spec); err == nil {
+			at.cgroup = spec.Cgroup
 		}
 		a.log.Info("re-attached to an attempt", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica)
 		a.track(ctx, at)

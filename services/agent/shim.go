@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,9 @@ type shimSpec struct {
 	WorkDir string   `json:"work_dir"`
 	// Fence is the lease file; the job is stopped when it runs out.
 	Fence string `json:"fence"`
+	// Cgroup is the cgroup v2 the job runs in, with its limits; empty for none.
+	Cgroup    string `json:"cgroup,omitempty"`
+	MemoryMiB int64  `json:"memory_mib,omitempty"`
 }
 
 // exitStatus is how an attempt ended, written by its shim.
@@ -90,10 +94,14 @@ func superviseCommand(dir string) exitStatus {
 			os.Setenv("PATH", p)
 		}
 	}
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = spec.WorkDir, spec.Env, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	command := func() *exec.Cmd {
+		cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = spec.WorkDir, spec.Env, stdout, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
+	cmd, err := startInCgroup(command, spec.Cgroup)
+	if err != nil {
 		code := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
@@ -107,7 +115,7 @@ func superviseCommand(dir string) exitStatus {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	fenced := watchFence(spec.Fence, pid, waited)
-	// The job is its process group: take down what it left behind.
+	// The job is its process group (and its cgroup): take down what it left behind.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	st := exitStatus{ExitCode: cmd.ProcessState.ExitCode(), EndedAt: time.Now().UTC()}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -116,7 +124,55 @@ func superviseCommand(dir string) exitStatus {
 	if fenced {
 		st.Message = "stopped by the node itself: its agent lost contact with the server, which will run the job elsewhere"
 	}
+	if spec.Cgroup != "" {
+		if st.ExitCode != 0 && oomKills(spec.Cgroup) > 0 {
+			st.Message = fmt.Sprintf("the kernel killed the job's processes: they used more than the job's memory limit of %d MiB; ask for more memory", spec.MemoryMiB)
+		}
+		removeCgroup(spec.Cgroup)
+	}
 	return st
+}
+
+// startInCgroup starts the command made by command inside the cgroup dir (none when
+// empty). Where the kernel cannot start a process into a cgroup (clone3, Linux 5.7),
+// the job is moved there right after it started.
+func startInCgroup(command func() *exec.Cmd, dir string) (*exec.Cmd, error) {
+	cmd := command()
+	if dir == "" {
+		return cmd, cmd.Start()
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gantry shim: the job runs without its cgroup:", err)
+		return cmd, cmd.Start()
+	}
+	defer syscall.Close(fd)
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	err = cmd.Start()
+	if err == nil || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return cmd, err
+	}
+	cmd = command()
+	if err := cmd.Start(); err != nil {
+		return cmd, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "gantry shim: the job runs without its cgroup:", err)
+	}
+	return cmd, nil
+}
+
+// removeCgroup kills what is left in a job's cgroup, then removes it.
+func removeCgroup(dir string) {
+	// cgroup.kill (Linux 5.14) reaches processes that left the job's process group.
+	os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644)
+	for range 50 {
+		if err := os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintln(os.Stderr, "gantry shim: cannot remove the job's cgroup", dir)
 }
 
 // watchFence waits for the job to end, stopping it when the lease runs out. It

@@ -22,11 +22,13 @@ type attempt struct {
 	ref        agentapi.AttemptRef
 	files      attemptFiles
 	checkpoint string
-	stops      chan agentapi.Stop
-	staleOnce  sync.Once
-	staleCh    chan struct{}
-	done       chan struct{} // closed when the supervisor returns
-	finished   chan struct{} // closed when nothing more is owed to the server
+	// cgroup is the cgroup v2 the job runs in; empty when it runs in none.
+	cgroup    string
+	stops     chan agentapi.Stop
+	staleOnce sync.Once
+	staleCh   chan struct{}
+	done      chan struct{} // closed when the supervisor returns
+	finished  chan struct{} // closed when nothing more is owed to the server
 	// reaped is closed when the shim this agent launched exited; nil for a shim
 	// a previous agent launched.
 	reaped <-chan struct{}

@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -103,6 +104,9 @@ type Timing struct {
 // HeartbeatRequest says the node is alive, with its telemetry.
 type HeartbeatRequest struct {
 	Sample *gpu.Sample `json:"sample,omitempty"`
+	// Jobs is the CPU the node's attempts used since the previous report, every
+	// few heartbeats.
+	Jobs []JobUsage `json:"jobs,omitempty"`
 	// Inventory is sent when it changed since the last heartbeat (a MIG change).
 	Inventory *gpu.Inventory `json:"inventory,omitempty"`
 	// Interruption is set once the node's provider announced it reclaims the machine.
@@ -115,6 +119,19 @@ type Interruption struct {
 	Deadline time.Time `json:"deadline"`
 	Reason   string    `json:"reason"`
 }
+
+// JobUsage is what one attempt used: its mean CPU since the previous report.
+type JobUsage struct {
+	AttemptRef
+	CPUMilli int64 `json:"cpu_milli"`
+}
+
+// Bounds of a heartbeat's usage reports: a node runs a few hundred attempts at most,
+// and no job uses more than a machine's cores.
+const (
+	MaxJobUsages    = 1024
+	MaxUsedCPUMilli = 1 << 24
+)
 
 // HeartbeatResponse tells the agent its node's state.
 type HeartbeatResponse struct {
@@ -314,6 +331,21 @@ func (r *HeartbeatRequest) Validate() error {
 			return models.Invalid("interruption.deadline", "is required: when the provider takes the machine")
 		case i.Reason == "" || len(i.Reason) > 500 || !utf8.ValidString(i.Reason):
 			return models.Invalid("interruption.reason", "is required (at most 500 characters)")
+		}
+	}
+	if len(r.Jobs) > MaxJobUsages {
+		return models.Invalid("jobs", "has %d attempts: at most %d", len(r.Jobs), MaxJobUsages)
+	}
+	for i, u := range r.Jobs {
+		if err := u.AttemptRef.Validate(); err != nil {
+			var fe *models.FieldError
+			if errors.As(err, &fe) {
+				return models.Invalid(fmt.Sprintf("jobs[%d].%s", i, fe.Field), "%s", fe.Message)
+			}
+			return err
+		}
+		if u.CPUMilli < 0 || u.CPUMilli > MaxUsedCPUMilli {
+			return models.Invalid(fmt.Sprintf("jobs[%d].cpu_milli", i), "is %d: want 0 to %d", u.CPUMilli, MaxUsedCPUMilli)
 		}
 	}
 	return nil

@@ -101,7 +101,56 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 			res.TelemetryError = err.Error()
 		}
 	}
+	if len(req.Jobs) > 0 && s.telemetry != nil {
+		if err := s.recordUsage(ctx, node, req.Jobs, now); err != nil {
+			s.log.Warn("job CPU use of a heartbeat dropped", "node", node.Name, "err", err)
+			if res.TelemetryError != "" {
+				res.TelemetryError += "; "
+			}
+			res.TelemetryError += err.Error()
+		}
+	}
 	return res, nil
+}
+
+// recordUsage stores the CPU the node's attempts used (telemetry.MetricCPUMilli), for
+// the input-bound hint and the job's page. An attempt that is not current on this
+// node is skipped: its agent learns that from its leases.
+func (s *Service) recordUsage(ctx context.Context, node *models.Node, usage []agentapi.JobUsage, now time.Time) error {
+	allocs, err := s.store.ActiveAllocations(ctx, node.ID)
+	if err != nil {
+		return err
+	}
+	current := map[agentapi.AttemptRef]bool{}
+	var ids []int64
+	for _, a := range allocs {
+		current[agentapi.AttemptRef{JobID: a.JobID, Attempt: a.Attempt, Replica: a.Replica}] = true
+		ids = append(ids, a.JobID)
+	}
+	jobs, err := s.store.JobsByIDs(ctx, ids)
+	if err != nil {
+		return err
+	}
+	byID := make(map[int64]*models.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	// A job asks for CPU per replica, so its replicas on this node are averaged.
+	sum, n := map[int64]float64{}, map[int64]float64{}
+	for _, u := range usage {
+		if j := byID[u.JobID]; current[u.AttemptRef] && j != nil && j.Attempt == u.Attempt {
+			sum[u.JobID] += float64(u.CPUMilli)
+			n[u.JobID]++
+		}
+	}
+	for id, cpu := range sum {
+		// The step is the server's clock in milliseconds: it grows from one report to the next.
+		_, err := s.telemetry.RecordSystemMetrics(ctx, now, byID[id], now, now.UnixMilli(), map[string]float64{telemetry.MetricCPUMilli: cpu / n[id]})
+		if err != nil {
+			return fmt.Errorf("CPU use of job %d: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // ingest stores a heartbeat's GPU sample, each device's reading attributed to the

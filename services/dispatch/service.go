@@ -93,6 +93,7 @@ type Service struct {
 type TelemetrySink interface {
 	Ingest(ctx context.Context, now time.Time, ns telemetry.NodeSample) (int, error)
 	RecordJobMetrics(ctx context.Context, now time.Time, job *models.Job, b telemetry.MetricBatch) (telemetry.MetricResult, error)
+	RecordSystemMetrics(ctx context.Context, now time.Time, job *models.Job, at time.Time, step int64, values map[string]float64) (telemetry.MetricResult, error)
 }
 
 // Deps are what the service works with.

@@ -28,8 +28,8 @@ const (
 	SystemPrefix = "gantry/"
 	// MetricCheckpoint records a checkpoint the job saved; its value is the step.
 	MetricCheckpoint = SystemPrefix + "checkpoint"
-	// MetricCPUMilli is the CPU the job's processes used, in milli-cores, as the
-	// agent measures it.
+	// MetricCPUMilli is the CPU the job's processes used, in milli-cores per replica
+	// (the unit a job asks for CPU in), as its agent measures it.
 	MetricCPUMilli = SystemPrefix + "cpu_milli"
 )
 
