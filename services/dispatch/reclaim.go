@@ -17,6 +17,14 @@ import (
 // reclaimPrefix starts the state reason of a node being reclaimed.
 const reclaimPrefix = "reclaimed by its provider: "
 
+// Reclaimed reports whether a provider's notice is taking the node away, and why.
+func Reclaimed(n models.Node) (string, bool) {
+	if n.State != models.NodeDraining {
+		return "", false
+	}
+	return strings.CutPrefix(n.StateReason, reclaimPrefix)
+}
+
 // Reclaim handles a provider's notice that it takes node name away at deadline (a
 // spot interruption): the node drains at once, and every attempt on it gets the
 // checkpoint-then-stop protocol with a grace that ends before the deadline, to be

@@ -228,6 +228,12 @@ func (a *Autoscaler) poolInput(ctx context.Context, ps *poolState, prices accoun
 		ps.nodes[id] = n.Name
 		an := autoscale.Node{ID: id}
 		in, created := inst[n.Name]
+		if why, ok := dispatch.Reclaimed(n); ok && created && in.State != models.InstanceDeleting {
+			if err := a.svc.markReclaimed(ctx, p, in, why); err != nil {
+				return ap, err
+			}
+			in.State = models.InstanceDeleting
+		}
 		switch {
 		case created && in.State == models.InstanceDeleting:
 			an.Retiring = true

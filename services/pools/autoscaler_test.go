@@ -179,3 +179,44 @@ func TestAutoscalerScalesUpFromZeroAndDownWhenIdle(t *testing.T) {
 		}
 	})
 }
+
+// A node whose provider announced a reclaim is no capacity any more: its machine is
+// marked deleting with a reclaim event, and deleted once its jobs moved off.
+func TestAutoscalerRetiresReclaimedMachines(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		e := newLoopEnv(t, st)
+		p := e.pool("l4-spot")
+		insts, err := e.svc.CreateNodes(e.ctx, *p, 1, "a job waits", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.boot(e.machines()[insts[0].Name]); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.disp.Reclaim(e.ctx, insts[0].Name, e.clock.now().Add(2*time.Minute), "AWS spot instance-action: terminate"); err != nil {
+			t.Fatal(err)
+		}
+		e.tick()
+		in := e.instances(p)[insts[0].Name]
+		if in.State != models.InstanceDeleting || !strings.Contains(in.StateReason, "AWS spot") {
+			t.Fatalf("reclaimed machine %+v", in)
+		}
+		e.clock.advance(2 * time.Second)
+		e.tick()
+		if len(e.machines()) != 0 {
+			t.Fatalf("the reclaimed machine was not deleted: %v", e.machines())
+		}
+		if got := e.eventKinds(p); !slices.Equal(got, []string{models.PoolScaleUp, models.PoolReclaim, models.PoolDeleted}) {
+			t.Fatalf("events %v", got)
+		}
+		evs, _ := e.svc.Events(e.ctx, store.PoolEventFilter{PoolID: p.ID, Limit: 1})
+		if !strings.Contains(evs[0].Reason, "reclaimed by its provider") || strings.Contains(evs[0].Reason, "scaled down") {
+			t.Fatalf("deletion reason %q", evs[0].Reason)
+		}
+		if n, _ := st.NodeByName(e.ctx, insts[0].Name); n.State != models.NodeDown {
+			t.Fatalf("node %s, want down", n.State)
+		}
+	})
+}

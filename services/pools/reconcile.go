@@ -129,6 +129,14 @@ func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileRe
 	return rep, nil
 }
 
+// retiredBecause says why a deleting machine went: scaled down, or reclaimed.
+func retiredBecause(in models.PoolInstance) string {
+	if strings.HasPrefix(in.StateReason, reclaimedPrefix) {
+		return in.StateReason
+	}
+	return "scaled down: " + in.StateReason
+}
+
 // quiet reports whether nothing runs on the node now.
 func quiet(lastBusy map[int64]time.Time, node int64) bool {
 	t, ok := lastBusy[node]
@@ -180,7 +188,7 @@ func (s *Service) deleteMachines(ctx context.Context, p models.NodePool, info Po
 	}
 	now := s.now().UTC()
 	for _, in := range rows {
-		final, reason := models.InstanceDeleted, "scaled down: "+in.StateReason
+		final, reason := models.InstanceDeleted, retiredBecause(*in)
 		if in.State == models.InstanceRequested {
 			final, reason = models.InstanceFailed, fmt.Sprintf("its agent did not join within %s: deleted", s.cfg.BootTimeout)
 			s.revokeToken(ctx, p, in.Name)
@@ -208,7 +216,7 @@ func (s *Service) forget(ctx context.Context, p models.NodePool, in models.PoolI
 	now := s.now().UTC()
 	final, reason := models.InstanceFailed, "the provider no longer lists it"
 	if in.State == models.InstanceDeleting {
-		final, reason = models.InstanceDeleted, "scaled down: "+in.StateReason
+		final, reason = models.InstanceDeleted, retiredBecause(in)
 	}
 	err := s.store.SetPoolInstanceState(ctx, in.ID, []string{in.State}, final, reason, store.InstanceChange{DeletedAt: &now})
 	if err != nil && !errors.Is(err, store.ErrStale) {

@@ -140,6 +140,26 @@ func (s *Service) RetireNode(ctx context.Context, p models.NodePool, node string
 	})
 }
 
+// reclaimedPrefix starts the reason of a machine its provider takes away.
+const reclaimedPrefix = "reclaimed by its provider: "
+
+// markReclaimed records that a machine's provider is taking it away: it is not
+// counted as capacity any more, and Reconcile deletes it once its jobs moved off.
+func (s *Service) markReclaimed(ctx context.Context, p models.NodePool, in models.PoolInstance, why string) error {
+	reason := reclaimedPrefix + why
+	return s.store.InTx(ctx, func(tx *store.Store) error {
+		err := tx.SetPoolInstanceState(ctx, in.ID, []string{models.InstanceRunning, models.InstanceRequested}, models.InstanceDeleting, reason, store.InstanceChange{})
+		if errors.Is(err, store.ErrStale) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, tx, p, models.PoolReclaim, 1, fmt.Sprintf("node %s: %s; its jobs checkpoint and move to other nodes", in.Name, reason),
+			map[string]any{"node": in.Name})
+	})
+}
+
 func (s *Service) instanceOfNode(ctx context.Context, p models.NodePool, node string) (*models.PoolInstance, error) {
 	insts, err := s.store.PoolInstances(ctx, p.ID, models.InstanceRunning, models.InstanceRequested)
 	if err != nil {
