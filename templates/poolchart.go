@@ -31,7 +31,7 @@ type ChartLine struct {
 
 // NewPoolChart lays out samples (oldest first) as step lines.
 func NewPoolChart(samples []PoolPoint) PoolChart {
-	const width, height, left, right, top, bottom = 720, 260, 48, 12, 12, 40
+	const width, height, left, right, top, bottom = 720, 260, 48, 32, 12, 40
 	c := PoolChart{Width: width, Height: height, PlotLeft: left, PlotRight: width - right, PlotTop: top, PlotBottom: height - bottom, Points: len(samples)}
 	for _, s := range samples {
 		c.Peak = max(c.Peak, s.Nodes+s.Booting, s.Demand)

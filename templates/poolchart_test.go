@@ -14,7 +14,7 @@ func TestPoolChartSteps(t *testing.T) {
 	}
 	// Steps: each change is drawn at its sample's time, from the previous value.
 	nodes := strings.Fields(c.Lines[0].Points)
-	if len(nodes) != 5 || nodes[0] != "48.0,220.0" || nodes[2] != "378.0,116.0" || nodes[len(nodes)-1] != "708.0,168.0" {
+	if len(nodes) != 5 || nodes[0] != "48.0,220.0" || nodes[2] != "368.0,116.0" || nodes[len(nodes)-1] != "688.0,168.0" {
 		t.Fatalf("nodes line %v", nodes)
 	}
 	if c.YTicks[4].Label != "4" || c.XLabels[0].Label != "09:00" || c.XLabels[4].Label != "11:00" {

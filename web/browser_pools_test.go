@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
+)
+
+// The pool page in a real browser: the chart draws its three lines, and "older
+// decisions" swaps the next page of decisions in place through htmx.
+func TestPoolPageInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s)
+	p, _, err := pools.Apply(audit.WithActor(t.Context(), audit.System()), st, audit.New(st, time.Now), pools.Spec{Name: "a100-spot", Provider: pools.ProviderExec,
+		CapacityType: models.CapacitySpot, MaxNodes: 8, Template: pools.Template{GPUModel: "A100-80GB", GPUs: 8, CPUMilli: 96000, MemoryMiB: 1 << 20},
+		ProviderConfig: map[string]any{"command": []any{"/etc/gantry/pool.sh"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var samples []models.PoolSample
+	for i := range 30 {
+		samples = append(samples, models.PoolSample{PoolID: p.ID, At: now.Add(time.Duration(i-30) * 10 * time.Minute), Nodes: i % 5, Booting: i % 2, PendingJobs: (30 - i) % 7})
+	}
+	if err := st.CreatePoolSamples(t.Context(), samples); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		e := models.PoolEvent{PoolID: &p.ID, At: now.Add(time.Duration(i-60) * time.Minute), Kind: models.PoolScaleDown, Nodes: 1,
+			Reason: fmt.Sprintf("node a100-spot-%02d had no work for 10m", i)}
+		if err := st.CreatePoolEvent(t.Context(), &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/admin/pools"),
+		chromedp.WaitVisible(`[data-pool="a100-spot"]`),
+		chromedp.Click(`[data-pool="a100-spot"] a`),
+		chromedp.WaitVisible(`[data-testid="pool-chart"]`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="pool-chart"] polyline').length`)); n != 3 {
+		t.Fatalf("%d chart lines, want 3", n)
+	}
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="pool-events"] tbody tr').length`)); n != 50 {
+		t.Fatalf("%d decisions on the first page, want 50", n)
+	}
+	browsertest.Screenshot(t, ctx, "pool")
+	err = chromedp.Do(ctx,
+		chromedp.Click(`#pool-events a[hx-get]`),
+		chromedp.WaitVisible(`[data-testid="pool-events"] tbody tr:nth-child(10)`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="pool-events"] tbody tr').length`))
+		text := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('#pool-events').innerText`))
+		if rows == 10 && strings.Contains(text, "a100-spot-00") && strings.Count(run(t, ctx, chromedp.Evaluate[string](`document.body.innerHTML`)), `id="pool-chart-title"`) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after older decisions: %d rows; %q", rows, text[:min(len(text), 200)])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
