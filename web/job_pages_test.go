@@ -156,7 +156,7 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 				t.Errorf("%s: %d, want 400 saying %q; page: %s", b.name, res.StatusCode, b.says, formErrorOf(body))
 				continue
 			}
-			if !strings.Contains(body, `name="`+b.field+`"`) || !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-invalid`).MatchString(body) {
+			if !strings.Contains(body, `name="`+b.field+`"`) || !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-invalid="true"`).MatchString(body) {
 				t.Errorf("%s: the field %s is not marked invalid", b.name, b.field)
 			}
 			if !strings.Contains(body, `value="train-1"`) {

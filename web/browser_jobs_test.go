@@ -1,0 +1,167 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agent"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
+)
+
+// runCluster runs the site's dispatch loop and a real agent on simulated GPUs, whose
+// jobs are real processes, until the test ends.
+func (s *jobSite) runCluster(gpus string) {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	token, _, err := dispatch.CreateJoinToken(ctx, s.st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: "browser-node", TTL: time.Hour})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sim, err := gpu.NewSimulated(gpus, "browser-node", time.Now)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Server: s.srv.URL, JoinToken: token, DataDir: s.t.TempDir(), Name: "browser-node", Runtime: agentapi.RuntimeProcess,
+		Version: "test", Shim: []string{os.Args[0]}, GPUs: sim, HTTP: &http.Client{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CPUMilli: 16000, MemoryMiB: 65536, ScratchMiB: 100000, PollWait: time.Second})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	go func() { s.disp.Run(ctx); done <- struct{}{} }()
+	go func() { a.Run(ctx); done <- struct{}{} }()
+	s.t.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+		sim.Close()
+	})
+}
+
+// waitText waits until the text of sel contains want, or fails after a while.
+func waitText(t *testing.T, ctx context.Context, sel, want string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		got, err := chromedp.Run(cctx, chromedp.Text(sel))
+		cancel()
+		if err == nil && strings.Contains(got, want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed %q; it shows %q", sel, want, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The job pages in a real browser: a bad form is shown back with its error; the live
+// preview says the job can start; submitted, its page follows it to running and
+// succeeded with the output appearing while it runs; another is cancelled from its page.
+func TestJobsInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	s.runCluster("2xA100-80GB")
+	acc := mustAccounting(t, st)
+	for _, r := range []models.CostRate{
+		{Resource: "gpu", GPUModel: "A100-80GB", RateMicros: 3_200_000},
+		{Resource: "cpu", RateMicros: 40_000},
+		{Resource: "ram", RateMicros: 5_000},
+	} {
+		r.EffectiveFrom = time.Now().Add(-time.Hour)
+		if _, err := acc.CreateRate(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+
+	marker := filepath.Join(t.TempDir(), "go")
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		chromedp.WaitVisible("#f-command"),
+		chromedp.SendKeys("#f-name", "hello-browser"),
+		chromedp.SendKeys("#f-command", `/bin/sh -c 'echo first line; echo "not yet`),
+		chromedp.Click("#submit-job"),
+		chromedp.WaitVisible("[data-testid=form-error]"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := waitText(t, ctx, "[data-testid=form-error]", "Command: has a quote that does not close", time.Second); !strings.HasPrefix(msg, "Command:") {
+		t.Fatalf("form error = %q", msg)
+	}
+	if invalid, err := chromedp.Run(ctx, chromedp.AttributeValue("#f-command", "aria-invalid")); err != nil || invalid.Value != "true" {
+		t.Fatalf("the command field is not marked invalid: %+v %v", invalid, err)
+	}
+	// The job prints a line, then waits for the test to let it finish: its output must
+	// show while it runs.
+	script := "/bin/sh -c 'echo first line; while [ ! -e " + marker + " ]; do sleep 0.1; done; echo second line'"
+	err = chromedp.Do(ctx,
+		chromedp.Clear("#f-command"),
+		chromedp.SendKeys("#f-command", script),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=preview-start]", "Yes: it would start now on node browser-node", 15*time.Second)
+	// A quarter of an A100 at 3.20, 2 cores at 0.04 and 8 GiB at 0.005 an hour.
+	waitText(t, ctx, "[data-testid=preview-cost]", "0.92 per hour on A100-80GB", time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=notice]", "is queued. This page follows it live.", time.Second)
+	waitText(t, ctx, "[data-testid=state]", "running", 30*time.Second)
+	waitText(t, ctx, "[data-testid=log-output]", "first line", 30*time.Second)
+	if state := waitText(t, ctx, "[data-testid=state]", "", time.Second); !strings.Contains(state, "running") {
+		t.Fatalf("the output appeared only once the job was %s", state)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-output]", "second line", 30*time.Second)
+	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "ended; the job is succeeded", 10*time.Second)
+	waitText(t, ctx, "[data-testid=allocations]", "SIMULATED", time.Second)
+	browsertest.Screenshot(t, ctx, "job")
+
+	// Another job runs until cancelled from its page.
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		chromedp.WaitVisible("#f-command"),
+		chromedp.SendKeys("#f-name", "long-one"),
+		chromedp.SendKeys("#f-command", "/bin/sh -c 'echo started; sleep 600'"),
+		chromedp.SendKeys("#f-expected_run", "2h"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
+	browsertest.Screenshot(t, ctx, "job-new")
+	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-output]", "started", 30*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click("#cancel-job"), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=notice]", "Cancelled.", time.Second)
+	waitText(t, ctx, "[data-testid=state]", "cancelled", 5*time.Second)
+	waitText(t, ctx, "[data-testid=timeline]", "cancelled by admin", time.Second)
+}
