@@ -118,3 +118,48 @@ func TestQuotaInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "admin-quotas")
 }
+
+// In a real browser, an admin cordons a node, then drains it with a deadline after
+// confirming, and the nodes page shows it draining until then.
+func TestCordonAndDrainInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newDispatchSite(t, st)
+	s.join("gpu-1", "2xA100-80GB")
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/admin"),
+		chromedp.Click(`a[href="/admin/nodes"]`),
+		chromedp.WaitVisible("#cordon-gpu-1"),
+		chromedp.Click("#cordon-gpu-1"),
+		chromedp.WaitVisible(".notice"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`)); st != "cordoned" {
+		t.Fatalf("after cordoning the page says %q", st)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue("#drain-for-gpu-1", "2h"),
+		chromedp.Click("#drain-gpu-1"),
+		chromedp.WaitVisible("#confirm-button"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	question := run(t, ctx, chromedp.Text("#confirm-message"))
+	if !strings.Contains(question, "may go on for 2h0m0s") {
+		t.Fatalf("the drain asks %q", question)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(`[data-node="gpu-1"] [data-testid=deadline]`)); err != nil {
+		t.Fatal(err)
+	}
+	state := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`))
+	deadline := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=deadline]`))
+	n, _ := st.NodeByName(t.Context(), "gpu-1")
+	if state != "draining" || n.DrainDeadline == nil || !strings.Contains(deadline, n.DrainDeadline.UTC().Format(time.DateTime)) {
+		t.Fatalf("after draining: state %q, deadline %q, stored %v", state, deadline, n.DrainDeadline)
+	}
+	browsertest.Screenshot(t, ctx, "admin-nodes")
+}

@@ -71,3 +71,12 @@ func (s *Store) GPUModels(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// NodePoolByID returns the pool with id.
+func (s *Store) NodePoolByID(ctx context.Context, id int64) (*models.NodePool, error) {
+	var p models.NodePool
+	if err := translate(s.with(ctx).First(&p, id).Error); err != nil {
+		return nil, fmt.Errorf("pool %d: %w", id, err)
+	}
+	return &p, nil
+}

@@ -1,0 +1,148 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+var (
+	labelKeyRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?$`)
+	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9._/: -]{0,63}$`)
+)
+
+// maxLabels bounds how many labels a node carries.
+const maxLabels = 64
+
+// SetNodeLabels replaces the labels of node name, audited with what they were. Jobs
+// select nodes by labels; pools set some of their own when they start a node.
+func (s *Service) SetNodeLabels(ctx context.Context, name string, labels map[string]string) (*models.Node, error) {
+	if len(labels) > maxLabels {
+		return nil, models.Invalid("labels", "%d labels is more than the %d a node may carry", len(labels), maxLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		switch {
+		case !labelKeyRE.MatchString(k):
+			return nil, models.Invalid("labels", "%q is not a label key: use letters, digits, '.', '_', '/' and '-' (1-63), starting and ending with a letter or digit", k)
+		case !labelValueRE.MatchString(labels[k]):
+			return nil, models.Invalid("labels", "the value of %s is not a label value: at most 63 letters, digits, spaces and . _ / : -", k)
+		}
+	}
+	encoded, err := json.Marshal(labels)
+	if err != nil {
+		return nil, err
+	}
+	var node *models.Node
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		if node, err = tx.NodeByName(ctx, name); err != nil {
+			return err
+		}
+		before := node.Labels
+		if before == string(encoded) {
+			return nil
+		}
+		if err := tx.SetNodeLabels(ctx, node.ID, string(encoded)); err != nil {
+			return err
+		}
+		node.Labels = string(encoded)
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.labels_changed", ObjectType: "node", ObjectID: name,
+			Detail: map[string]any{"from": json.RawMessage(orEmptyObject(before)), "to": labels}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set the labels of node %s: %w", name, err)
+	}
+	s.Kick()
+	return node, nil
+}
+
+// SetNodePool moves node name into pool ("" for none), audited.
+func (s *Service) SetNodePool(ctx context.Context, name, pool string) (*models.Node, error) {
+	var node *models.Node
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		if node, err = tx.NodeByName(ctx, name); err != nil {
+			return err
+		}
+		var to *int64
+		if pool != "" {
+			p, err := tx.NodePoolByName(ctx, pool)
+			if errors.Is(err, store.ErrNotFound) {
+				return models.Invalid("pool", "there is no pool %q", pool)
+			} else if err != nil {
+				return err
+			}
+			to = &p.ID
+		}
+		if samePool(node.PoolID, to) {
+			return nil
+		}
+		from := ""
+		if node.PoolID != nil {
+			if p, err := tx.NodePoolByID(ctx, *node.PoolID); err == nil {
+				from = p.Name
+			}
+		}
+		node.PoolID = to
+		if err := tx.SaveNode(ctx, node); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.pool_changed", ObjectType: "node", ObjectID: name,
+			Detail: map[string]string{"from": from, "to": pool}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move node %s to pool %q: %w", name, pool, err)
+	}
+	s.Kick()
+	return node, nil
+}
+
+// RemoveNode takes node name out of service for good, audited: it goes down (refused
+// while anything runs there: drain it first) and its agent's credential is forgotten,
+// so the machine comes back only by joining again with a new join token. Its history
+// (allocations, costs, telemetry) stays.
+func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.Node, error) {
+	var node *models.Node
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		if node, err = tx.NodeByName(ctx, name); err != nil {
+			return err
+		}
+		active, err := tx.ActiveAllocations(ctx, node.ID)
+		if err != nil {
+			return err
+		}
+		if len(active) > 0 {
+			return models.Invalid("node", "node %s still runs %d allocations: drain it first", name, len(active))
+		}
+		from := node.State
+		node.State, node.StateReason, node.DrainDeadline, node.CredentialHash = models.NodeDown, reason, nil, ""
+		if err := tx.SaveNode(ctx, node); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.removed", ObjectType: "node", ObjectID: name,
+			Detail: map[string]string{"from": from, "reason": reason}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remove node %s: %w", name, err)
+	}
+	return node, nil
+}
+
+func samePool(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func orEmptyObject(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
+}
