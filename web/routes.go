@@ -38,6 +38,14 @@ func routes(h *handlers.Handler) []route {
 		// cost; admins and auditors (cost:read platform-wide) see every team.
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
+		// Alerts: the handlers show each user the alerts about their projects, their team's
+		// if they lead it, and their jobs; admins and team leads handle them.
+		{"GET", "/alerts", SignedIn(), h.AlertsIndex},
+		{"GET", "/alerts/:id", SignedIn(), h.AlertShow},
+		{"POST", "/alerts/:id/acknowledge", SignedIn(), h.AlertAcknowledge},
+		{"POST", "/alerts/:id/silence", SignedIn(), h.AlertSilence},
+		{"POST", "/alerts/:id/resolve", SignedIn(), h.AlertResolve},
+		{"POST", "/alerts/:id/revert", SignedIn(), h.AlertRevert},
 		// Cost settings: auditors read them, admins change them (audited by the services).
 		{"GET", "/admin/cost/rates", Global(authz.Platform, authz.Read), h.CostRatesIndex},
 		{"POST", "/admin/cost/rates", Global(authz.Platform, authz.Write), h.CostRateCreate},
