@@ -39,7 +39,9 @@ type usageMeter struct {
 func newUsageMeter() *usageMeter { return &usageMeter{last: map[agentapi.AttemptRef]cpuReading{}} }
 
 // due reports whether a report is due at now, reports being every apart.
-func (m *usageMeter) due(now time.Time, every time.Duration) bool { return now.Sub(m.reported) >= every }
+func (m *usageMeter) due(now time.Time, every time.Duration) bool {
+	return now.Sub(m.reported) >= every
+}
 
 // report returns the mean CPU use of each attempt read since its previous reading,
 // and forgets attempts no longer read. An attempt's first reading only sets its start.
