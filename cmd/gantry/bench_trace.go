@@ -25,7 +25,9 @@ func newBenchTraceCmd() *cobra.Command {
 by seeded sampling, one pod at a time, failed pods dropped, a fixed random node priority
 for ties. Gantry's policy is the production scheduler's placement in its default
 configuration; the baselines are random, firstfit, dotprod, gpuclustering, gpupacking,
-bestfit and fgd. Figures are means over the seeds; ratios are in percent.`,
+bestfit and fgd. Figures are means over the seeds; ratios are in percent. The ceiling
+is the most any placement could reach that places what the policy placed before its
+first failed sharing pod (an LP bound; CPU, memory and GPU models ignored).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			seedList, err := tracebench.ParseSeeds(seeds)
 			if err != nil {

@@ -17,6 +17,7 @@ type runMetrics struct {
 	alloc100, alloc130 float64
 	fragRate90         float64
 	firstFailPct       float64
+	ceiling            float64
 	decisions          int
 	decisionNanos      int64
 	p99Nanos           int64

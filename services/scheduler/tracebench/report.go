@@ -38,10 +38,10 @@ func ParseSeeds(spec string) ([]int64, error) {
 func WriteTable(w io.Writer, r Result) error {
 	fmt.Fprintf(w, "trace %s, %d seeds (%s)\n", r.Trace, len(r.Seeds), seedList(r.Seeds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\talloc@100%\talloc@130%\tfirst fail\tfrag rate@90%\tpods/s\tp99 µs\tpods/cpu-s\tp99 cpu µs\t")
+	fmt.Fprintln(tw, "policy\talloc@100%\talloc@130%\tceiling\tfirst fail\tfrag rate@90%\tpods/s\tp99 µs\tpods/cpu-s\tp99 cpu µs\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t\n", p.Policy, p.AllocRatio100, p.AllocRatio130,
-			p.FirstFailPct, p.FragRate90, p.PodsPerSec, p.P99DecisionUS, p.CPUPodsPerSec, p.P99DecisionCPUUS)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t\n", p.Policy, p.AllocRatio100, p.AllocRatio130,
+			p.Ceiling, p.FirstFailPct, p.FragRate90, p.PodsPerSec, p.P99DecisionUS, p.CPUPodsPerSec, p.P99DecisionCPUUS)
 	}
 	return tw.Flush()
 }

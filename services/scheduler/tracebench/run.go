@@ -77,6 +77,10 @@ type PolicyResult struct {
 	AllocRatio130 float64 `json:"alloc_ratio_130"`
 	FirstFailPct  float64 `json:"first_fail_pct"`
 	FragRate90    float64 `json:"frag_rate_90"`
+	// Ceiling is the most any placement could reach that places what this policy placed
+	// before its first failed sharing pod (see ceiling.go): how much better packing
+	// could still win.
+	Ceiling       float64 `json:"ceiling"`
 	PodsPerSec    float64 `json:"pods_per_sec"`
 	P99DecisionUS float64 `json:"p99_decision_us"`
 	// CPUPodsPerSec and P99DecisionCPUUS count only the CPU time of the deciding thread:
@@ -113,6 +117,7 @@ func Run(trace string, nodes []TraceNode, pods []TracePod, inflate float64, seed
 			sums[i].alloc130 += m.alloc130
 			sums[i].fragRate90 += m.fragRate90
 			sums[i].firstFailPct += m.firstFailPct
+			sums[i].ceiling += m.ceiling
 			sums[i].decisions += m.decisions
 			sums[i].decisionNanos += m.decisionNanos
 			sums[i].p99Nanos += m.p99Nanos
@@ -129,6 +134,7 @@ func Run(trace string, nodes []TraceNode, pods []TracePod, inflate float64, seed
 			AllocRatio130: s.alloc130 / k,
 			FirstFailPct:  s.firstFailPct / k,
 			FragRate90:    s.fragRate90 / k,
+			Ceiling:       s.ceiling / k,
 			P99DecisionUS: float64(s.p99Nanos) / k / 1e3,
 			PerSeed:       perSeed[i],
 		}
@@ -163,6 +169,7 @@ func replay(w *Workload, pol Policy) (runMetrics, error) {
 	cpu := make([]int64, 0, len(w.Arrivals))
 	var arrived int64
 	firstFail := math.NaN()
+	placed := make([]bool, len(w.Arrivals))
 	for i := range w.Arrivals {
 		p := &w.Arrivals[i]
 		arrived += p.GPUDemand()
@@ -178,6 +185,7 @@ func replay(w *Workload, pol Policy) (runMetrics, error) {
 			if err := c.bind(node, chosen, p); err != nil {
 				return runMetrics{}, err
 			}
+			placed[i] = true
 		} else {
 			if math.IsNaN(firstFail) {
 				firstFail = 100 * float64(arrived) / float64(w.CapacityMilli)
@@ -194,6 +202,7 @@ func replay(w *Workload, pol Policy) (runMetrics, error) {
 		alloc130:     alloc(int(math.Round(w.Inflate * 100))),
 		fragRate90:   fragRate(90),
 		firstFailPct: firstFail,
+		ceiling:      ceiling(w.Arrivals, placed, w.CapacityMilli),
 		decisions:    len(durations),
 		p99Nanos:     percentile99(durations),
 	}

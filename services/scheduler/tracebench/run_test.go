@@ -40,6 +40,10 @@ func TestEveryPolicyReplaysASyntheticTrace(t *testing.T) {
 		if p.AllocRatio130 <= 50 || p.AllocRatio130 > 100 || p.PodsPerSec <= 0 || len(p.PerSeed) != 2 {
 			t.Errorf("%s: %+v", p.Policy, p)
 		}
+		// Allocation ratios are rounded to hundredths; the ceiling is not.
+		if p.AllocRatio130 > p.Ceiling+0.01 || p.Ceiling > 100 {
+			t.Errorf("%s: allocation %.2f%% above its ceiling %.2f%%", p.Policy, p.AllocRatio130, p.Ceiling)
+		}
 	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, res); err != nil {
@@ -52,7 +56,7 @@ func TestEveryPolicyReplaysASyntheticTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"trace":"synthetic"`, `"seeds":[1,2]`, `"alloc_ratio_100"`, `"alloc_ratio_130"`, `"first_fail_pct"`, `"frag_rate_90"`, `"pods_per_sec"`, `"p99_decision_us"`} {
+	for _, key := range []string{`"trace":"synthetic"`, `"seeds":[1,2]`, `"alloc_ratio_100"`, `"alloc_ratio_130"`, `"first_fail_pct"`, `"frag_rate_90"`, `"ceiling"`, `"pods_per_sec"`, `"p99_decision_us"`} {
 		if !bytes.Contains(raw, []byte(key)) {
 			t.Errorf("JSON lacks %s: %s", key, raw)
 		}
@@ -85,7 +89,12 @@ func TestGantryBeatsFGDOnTheDefaultTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	gantry, fgd := res.Policies[0].AllocRatio130, res.Policies[1].AllocRatio130
-	t.Logf("seed 42 allocation at 130%%: gantry %.2f%%, fgd %.2f%%", gantry, fgd)
+	t.Logf("seed 42 allocation at 130%%: gantry %.2f%% (ceiling %.2f%%), fgd %.2f%%", gantry, res.Policies[0].Ceiling, fgd)
+	for _, p := range res.Policies {
+		if p.AllocRatio130 > p.Ceiling+0.01 {
+			t.Errorf("%s: allocation %.2f%% above its ceiling %.2f%%", p.Policy, p.AllocRatio130, p.Ceiling)
+		}
+	}
 	// Published FGD mean: 95.39%; one seed lies within a few tenths of it.
 	if fgd < 94.9 || fgd > 95.9 {
 		t.Errorf("fgd %.2f%% is far from the published 95.39%%: the harness is off", fgd)
