@@ -568,7 +568,7 @@ func Pool(p Page, d PoolData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</dd><dt>Size</dt><dd>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, " · <a href=\"/admin/cost/rates\" data-testid=\"rate-card\">the rate card</a> <span class=\"meta\">(a rate for this pool wins over one for its GPU model, which wins over one for its capacity type)</span></dd><dt>Size</dt><dd>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -62,6 +62,9 @@ func TestPoolPages(t *testing.T) {
 		if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="pool-chart" data-peak="4"`) || strings.Count(body, "<polyline") != 3 {
 			t.Fatalf("pool page = %d, want the chart of 5 samples", res.StatusCode)
 		}
+		if !strings.Contains(body, `href="/admin/cost/rates" data-testid="rate-card"`) {
+			t.Fatal("the pool page does not link its price to the rate card")
+		}
 		if !strings.Contains(body, "decision 54") || strings.Contains(body, "decision 04") || !strings.Contains(body, "Older decisions") {
 			t.Fatal("the first page of decisions is not the 50 newest with a link to older ones")
 		}

@@ -38,6 +38,7 @@ func cliActor() audit.Actor {
 func newJoinTokenCreateCmd(g *globalOpts) *cobra.Command {
 	var db dbOpts
 	var spec dispatch.JoinTokenSpec
+	var pool string
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a join token and print it (it is shown only once)",
@@ -53,6 +54,16 @@ func newJoinTokenCreateCmd(g *globalOpts) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if pool != "" {
+				p, err := st.NodePoolByName(ctx, pool)
+				if errors.Is(err, store.ErrNotFound) {
+					return usageError{fmt.Errorf("--pool %q: there is no such pool; `gantry pool ls` lists them", pool)}
+				}
+				if err != nil {
+					return err
+				}
+				spec.PoolID = &p.ID
+			}
 			token, t, err := dispatch.CreateJoinToken(ctx, st, audit.New(st, time.Now), time.Now(), spec)
 			var fe *models.FieldError
 			if errors.As(err, &fe) {
@@ -69,6 +80,7 @@ func newJoinTokenCreateCmd(g *globalOpts) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&spec.Name, "name", "", "what the token is for, e.g. rack-12 (required)")
+	f.StringVar(&pool, "pool", "", "the pool the nodes that join with it belong to (see `gantry pool ls`)")
 	f.DurationVar(&spec.TTL, "ttl", 24*time.Hour, "how long the token can be used")
 	f.BoolVar(&spec.Reusable, "reusable", false, "let many nodes join with this token (default: one node)")
 	db.addFlags(cmd)

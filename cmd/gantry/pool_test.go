@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // `gantry pool apply` writes valid pools, names the first wrong field of a bad one
@@ -57,5 +59,22 @@ func TestPoolApplyAndList(t *testing.T) {
 	out, _, code = gantry(t, nil, "pool", "ls", "--data-dir", data)
 	if code != 0 || strings.Contains(out, "h100") || !strings.Contains(out, "8xA100-80GB") || !strings.Contains(out, "eu-west-1") {
 		t.Fatalf("ls after a refused file: exit %d\n%s", code, out)
+	}
+	// Nodes join a static pool by hand, with a join token of that pool.
+	if _, stderr, code = gantry(t, nil, "join-token", "create", "--name", "rack-1", "--pool", "a100-owned", "--data-dir", data); code != 0 {
+		t.Fatalf("join token for a pool: exit %d %s", code, stderr)
+	}
+	if _, stderr, code = gantry(t, nil, "join-token", "create", "--name", "rack-2", "--pool", "nope", "--data-dir", data); code != 2 || !strings.Contains(stderr, `--pool "nope": there is no such pool`) {
+		t.Fatalf("join token for an unknown pool: exit %d %s", code, stderr)
+	}
+	st, err := store.Open(t.Context(), store.Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	toks, err := st.JoinTokens(t.Context())
+	p, _ := st.NodePoolByName(t.Context(), "a100-owned")
+	if err != nil || len(toks) != 1 || toks[0].PoolID == nil || p == nil || *toks[0].PoolID != p.ID {
+		t.Fatalf("join tokens %+v, %v", toks, err)
 	}
 }
