@@ -157,7 +157,8 @@ func TestJobTelemetryPanel(t *testing.T) {
 	}
 }
 
-// The panel's charts draw in a real browser, and fit a phone's width.
+// The job's page loads its telemetry panel, whose charts draw in a real browser and
+// fit a phone's width.
 func TestJobTelemetryInBrowser(t *testing.T) {
 	cfg := store.Config{DataDir: t.TempDir()}
 	st := storetest.Open(t, cfg)
@@ -180,7 +181,7 @@ func TestJobTelemetryInBrowser(t *testing.T) {
 	signInBrowser(t, bctx, s)
 	err = chromedp.Do(bctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d/telemetry", s.srv.URL, j.ID)),
+		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)), // the job's page loads the panel
 		chromedp.WaitVisible("[data-testid=chart-gpu-util] polyline"),
 	)
 	if err != nil {
