@@ -92,10 +92,10 @@ curl -sS -o /dev/null -w 'other job: %{http_code}\n' -H "Authorization: Bearer $
 	cpu := metrics(spin.ID, telemetry.MetricCPUMilli)
 	busy := false
 	for _, p := range cpu {
-		busy = busy || p.Value >= 100
+		busy = busy || p.Value >= 20 // a share of a loaded machine's cores; a waiting job reports 0
 	}
 	if !busy {
-		t.Errorf("the spinning job's CPU use = %+v; want a report of at least 0.1 core", cpu)
+		t.Errorf("the spinning job's CPU use = %+v; want a report of at least 0.02 core", cpu)
 	}
 	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
 	for _, l := range logs {

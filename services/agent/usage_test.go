@@ -82,7 +82,7 @@ func TestCPUOfAttemptsMeasuresTheProcessGroup(t *testing.T) {
 	}
 	b, i := used[refs["busy"]], used[refs["idle"]]
 	// On a loaded machine the spinning job gets less than its two cores: ask for a little.
-	if b < 100 || b > int64(runtime.NumCPU())*1000+200 || i > 50 {
+	if b < 50 || b > int64(runtime.NumCPU())*1000+200 || i > 20 {
 		t.Errorf("busy used %d milli-CPU, idle %d; want busy well above idle, within the machine's %d cores", b, i, runtime.NumCPU())
 	}
 }
