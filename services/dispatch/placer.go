@@ -67,13 +67,13 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 			continue
 		}
 		ss.Running = append(ss.Running, scheduler.Allocation{
-			Job:       SchedulerJob(r.Job, snap.Teams),
+			Job:       schedJob(r.Job, snap.Teams),
 			Replica:   schedReplica(r, gpuIndex),
 			StartTime: startOf(r.Allocation),
 		})
 	}
 	for i := range snap.Queue {
-		ss.Pending = append(ss.Pending, SchedulerJob(&snap.Queue[i], snap.Teams))
+		ss.Pending = append(ss.Pending, schedJob(&snap.Queue[i], snap.Teams))
 	}
 	for _, q := range snap.Quotas {
 		ss.Quotas = append(ss.Quotas, scheduler.Quota{Team: q.Team, Model: q.GPUModel, Cohort: q.Cohort, Nominal: q.NominalMilli,
@@ -98,8 +98,8 @@ func schedNode(n NodeCapacity) scheduler.Node {
 	return out
 }
 
-// SchedulerJob is a job as services/scheduler reads it; teams names each project's team.
-func SchedulerJob(j *models.Job, teams map[int64]string) scheduler.Job {
+// schedJob is a job as services/scheduler reads it; teams names each project's team.
+func schedJob(j *models.Job, teams map[int64]string) scheduler.Job {
 	var gpuModels []string
 	for _, m := range strings.Split(j.GPUModel, "|") {
 		if m = strings.TrimSpace(m); m != "" {

@@ -112,7 +112,7 @@ func TestAutoscalerScalesUpFromZeroAndDownWhenIdle(t *testing.T) {
 		if len(spotInst) != 1 || len(odInst) != 0 || len(e.machines()) != 1 {
 			t.Fatalf("after one spot-allowed job: spot %v, on-demand %v", spotInst, odInst)
 		}
-		evs, _ := e.svc.Events(e.ctx, store.PoolEventFilter{PoolID: spot.ID})
+		evs, _ := e.st.PoolEvents(e.ctx, store.PoolEventFilter{PoolID: spot.ID})
 		if len(evs) != 1 || evs[0].Kind != models.PoolScaleUp || !strings.Contains(evs[0].Reason, "cheapest") || !strings.Contains(evs[0].Detail, `"jobs":["`) {
 			t.Fatalf("events %+v", evs)
 		}
@@ -211,7 +211,7 @@ func TestAutoscalerRetiresReclaimedMachines(t *testing.T) {
 		if got := e.eventKinds(p); !slices.Equal(got, []string{models.PoolScaleUp, models.PoolReclaim, models.PoolDeleted}) {
 			t.Fatalf("events %v", got)
 		}
-		evs, _ := e.svc.Events(e.ctx, store.PoolEventFilter{PoolID: p.ID, Limit: 1})
+		evs, _ := e.st.PoolEvents(e.ctx, store.PoolEventFilter{PoolID: p.ID, Limit: 1})
 		if !strings.Contains(evs[0].Reason, "reclaimed by its provider") || strings.Contains(evs[0].Reason, "scaled down") {
 			t.Fatalf("deletion reason %q", evs[0].Reason)
 		}

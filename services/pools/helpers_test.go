@@ -78,7 +78,7 @@ func (e *env) pool(name string, mutate ...func(*pools.Spec)) *models.NodePool {
 	for _, m := range mutate {
 		m(&s)
 	}
-	p, _, err := e.svc.ApplyPool(e.ctx, s)
+	p, _, err := pools.Apply(e.ctx, e.st, e.audit, s)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (e *env) instances(p *models.NodePool) map[string]models.PoolInstance {
 // eventKinds lists the pool's event kinds, oldest first.
 func (e *env) eventKinds(p *models.NodePool) []string {
 	e.t.Helper()
-	evs, err := e.svc.Events(e.ctx, store.PoolEventFilter{PoolID: p.ID})
+	evs, err := e.st.PoolEvents(e.ctx, store.PoolEventFilter{PoolID: p.ID})
 	if err != nil {
 		e.t.Fatal(err)
 	}

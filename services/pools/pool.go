@@ -1,7 +1,6 @@
 package pools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -271,26 +270,6 @@ func (s Spec) providerConfig() (string, error) {
 		}
 	}
 	return raw, nil
-}
-
-// SpecOf is the spec of a stored pool, for editing and export.
-func SpecOf(p models.NodePool) (Spec, error) {
-	t, err := ParseTemplate(p.Template)
-	if err != nil {
-		return Spec{}, err
-	}
-	s := Spec{Name: p.Name, Provider: p.Provider, Region: p.Region, Zone: p.Zone, CapacityType: p.CapacityType, SpotOnly: p.SpotOnly,
-		MinNodes: p.MinNodes, MaxNodes: p.MaxNodes, Template: t, DrainStopsJobs: p.DrainStopsJobs}
-	if p.IdleTimeoutSec > 0 {
-		s.IdleTimeout = (time.Duration(p.IdleTimeoutSec) * time.Second).String()
-	}
-	if p.ProviderConfig != "" {
-		dec := json.NewDecoder(bytes.NewReader([]byte(p.ProviderConfig)))
-		if err := dec.Decode(&s.ProviderConfig); err != nil {
-			return Spec{}, models.Invalid("provider_config", "stored configuration of pool %s is unreadable: %v", p.Name, err)
-		}
-	}
-	return s, nil
 }
 
 // NodeLabels are the labels every node of the pool carries: the template's, and the

@@ -21,17 +21,17 @@ func TestApplyPoolCreatesThenUpdatesAudited(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, st)
 		p := e.pool("l4-spot")
-		up, created, err := e.svc.ApplyPool(e.ctx, pools.Spec{Name: "l4-spot", Provider: pools.ProviderStatic, CapacityType: models.CapacityOwned,
+		up, created, err := pools.Apply(e.ctx, e.st, e.audit, pools.Spec{Name: "l4-spot", Provider: pools.ProviderStatic, CapacityType: models.CapacityOwned,
 			MaxNodes: 3, Template: pools.Template{CPUMilli: 1000, MemoryMiB: 1024}})
 		if err != nil || created || up.ID != p.ID || up.Provider != pools.ProviderStatic || up.ProviderConfig != "" {
 			t.Fatalf("update: %+v created=%v err=%v", up, created, err)
 		}
-		_, _, err = e.svc.ApplyPool(e.ctx, pools.Spec{Name: "l4-spot", Provider: "gce", CapacityType: models.CapacityOwned})
+		_, _, err = pools.Apply(e.ctx, e.st, e.audit, pools.Spec{Name: "l4-spot", Provider: "gce", CapacityType: models.CapacityOwned})
 		var fe *models.FieldError
 		if !errors.As(err, &fe) || fe.Field != "provider" {
 			t.Fatalf("unknown provider: %v", err)
 		}
-		got, _ := e.svc.Pool(e.ctx, "l4-spot")
+		got, _ := e.st.NodePoolByName(e.ctx, "l4-spot")
 		if got.Provider != pools.ProviderStatic {
 			t.Fatalf("a refused change changed the pool: %+v", got)
 		}

@@ -69,11 +69,6 @@ func New(d Deps, cfg Config) (*Service, error) {
 	return &Service{store: d.Store, audit: d.Audit, fleet: d.Fleet, now: d.Now, log: d.Log, cfg: cfg, providers: ProviderOf}, nil
 }
 
-// ApplyPool creates or changes the pool of spec; see Apply.
-func (s *Service) ApplyPool(ctx context.Context, spec Spec) (*models.NodePool, bool, error) {
-	return Apply(ctx, s.store, s.audit, spec)
-}
-
 // Apply creates the pool of spec, or changes the pool of that name, audited with the
 // actor of ctx. It returns the pool and whether it was created; a refused spec
 // changes nothing.
@@ -112,21 +107,6 @@ func Apply(ctx context.Context, st *store.Store, al *audit.Log, spec Spec) (*mod
 		return nil, false, fmt.Errorf("apply pool %s: %w", p.Name, err)
 	}
 	return &p, created, nil
-}
-
-// Pools returns every pool by name.
-func (s *Service) Pools(ctx context.Context) ([]models.NodePool, error) {
-	return s.store.NodePools(ctx)
-}
-
-// Pool returns the pool called name.
-func (s *Service) Pool(ctx context.Context, name string) (*models.NodePool, error) {
-	return s.store.NodePoolByName(ctx, name)
-}
-
-// Events returns the decisions about a pool, newest first.
-func (s *Service) Events(ctx context.Context, f store.PoolEventFilter) ([]models.PoolEvent, error) {
-	return s.store.PoolEvents(ctx, f)
 }
 
 // record appends a pool event and its audit entry in one transaction.
