@@ -29,6 +29,9 @@ type jobWorld struct {
 	srv    *httptest.Server
 	jobs   [2]*models.Job
 	tokens [2]string
+	// pending is a job placed on the node whose agent has not started it.
+	pending    *models.Job
+	credential string
 }
 
 func newJobWorld(t *testing.T, st *store.Store) *jobWorld {
@@ -70,7 +73,12 @@ func newJobWorld(t *testing.T, st *store.Store) *jobWorld {
 	if err := st.CreateProject(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	w := &jobWorld{st: st}
+	w := &jobWorld{st: st, credential: joined.Credential}
+	w.pending = &models.Job{Name: "pending", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, Env: "{}", CPUMilli: 1000, MemoryMiB: 1024,
+		Replicas: 1, Kind: models.KindBatch, PriorityClass: "research"}
+	if err := st.CreateJob(ctx, w.pending, "user:ada"); err != nil {
+		t.Fatal(err)
+	}
 	for i := range w.jobs {
 		j := &models.Job{Name: fmt.Sprint("train-", i), ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, Env: "{}", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024,
 			Replicas: 1, Kind: models.KindTraining, PriorityClass: "research"}
@@ -81,10 +89,13 @@ func newJobWorld(t *testing.T, st *store.Store) *jobWorld {
 	}
 	d.Tick(ctx)
 	leases, err := d.Leases(ctx, node, "", 0)
-	if err != nil || len(leases.Allocations) != 2 {
+	if err != nil || len(leases.Allocations) != 3 {
 		t.Fatalf("leases = %+v, %v", leases, err)
 	}
 	for _, l := range leases.Allocations {
+		if l.JobID == w.pending.ID {
+			continue
+		}
 		i := 0
 		if l.JobID == w.jobs[1].ID {
 			i = 1
@@ -172,6 +183,58 @@ func TestJobMetricsAPI(t *testing.T) {
 		}
 		if counts["job_token.refused"] != 3 || counts["job.checkpointed"] != 1 {
 			t.Errorf("audit = %v; want the 3 refused tokens and the one checkpoint, not the points", counts)
+		}
+	})
+}
+
+// An agent that lost the lease answer carrying a job token gets a new one over the
+// agent protocol, only for an attempt it has not started, only with its credential.
+func TestAgentJobTokenReissue(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		w := newJobWorld(t, st)
+		post := func(credential, body string) (int, string) {
+			req, _ := http.NewRequest(http.MethodPost, w.srv.URL+agentapi.PathJobToken, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+credential)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(b)
+		}
+		ref := func(id int64) string { return fmt.Sprintf(`{"job_id": %d, "attempt": 1, "replica": 0}`, id) }
+		status, body := post(w.credential, ref(w.pending.ID))
+		var got agentapi.JobTokenResponse
+		if err := json.Unmarshal([]byte(body), &got); status != http.StatusOK || err != nil || !strings.HasPrefix(got.JobToken, dispatch.JobTokenPrefix) {
+			t.Fatalf("reissue for a pending attempt = %d %s", status, body)
+		}
+		// The token holds: the job is refused only because it is not running yet.
+		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/jobs/%d/metrics", w.srv.URL, w.pending.ID), strings.NewReader(`{"points": [{"step": 1, "values": {"loss": 1}}]}`))
+		req.Header.Set("Authorization", "Bearer "+got.JobToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusConflict {
+			t.Errorf("metrics with the reissued token of a job not started = %d, want 409 not running", res.StatusCode)
+		}
+		for _, c := range []struct {
+			name, credential, body string
+			status                 int
+			want                   string
+		}{
+			{"started attempt", w.credential, ref(w.jobs[0].ID), 409, "has started"},
+			{"no such attempt", w.credential, `{"job_id": 999, "attempt": 1, "replica": 0}`, 409, "stale_attempt"},
+			{"wrong credential", "gnc_forged", ref(w.pending.ID), 401, "unauthorized"},
+			{"no attempt", w.credential, fmt.Sprintf(`{"job_id": %d}`, w.pending.ID), 400, `"field":"attempt"`},
+			{"not JSON", w.credential, `{"job_id":`, 400, `"field":"body"`},
+		} {
+			if status, body := post(c.credential, c.body); status != c.status || !strings.Contains(body, c.want) {
+				t.Errorf("%s: %d %s; want %d with %s", c.name, status, body, c.status, c.want)
+			}
 		}
 	})
 }
