@@ -20,7 +20,7 @@ type jobJSON struct {
 	StateReason   string            `json:"state_reason,omitempty"`
 	PendingReason string            `json:"pending_reason,omitempty"`
 	Image         string            `json:"image,omitempty"`
-	Command       []string          `json:"command"`
+	Command       []string          `json:"command,omitempty"` // not in lists
 	Env           map[string]string `json:"env,omitempty"`
 	Resources     jobs.Resources    `json:"resources"`
 	PriorityClass string            `json:"priority_class"`
@@ -75,8 +75,11 @@ func jobView(j *models.Job, project, user string) jobJSON {
 			MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
 		},
 	}
-	// Both were encoded by jobs.Submit; a row that does not decode shows empty.
-	json.Unmarshal([]byte(j.Command), &v.Command)
+	// Both were encoded by jobs.Submit; a row that does not decode shows empty (and a
+	// list reads neither).
+	if j.Command != "" {
+		json.Unmarshal([]byte(j.Command), &v.Command)
+	}
 	if j.Env != "" {
 		json.Unmarshal([]byte(j.Env), &v.Env)
 	}

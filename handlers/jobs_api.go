@@ -44,7 +44,7 @@ func (h *Handler) JobsAPIIndex(c *gin.Context) {
 	out := make([]jobJSON, len(page.Jobs))
 	for i := range page.Jobs {
 		j := &page.Jobs[i]
-		out[i] = jobView(j, page.ProjectNames[j.ProjectID], page.Usernames[j.UserID])
+		out[i] = jobView(&j.Job, j.ProjectName, j.Username)
 	}
 	var next *string
 	if page.NextCursor != "" {

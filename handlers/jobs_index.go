@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	q := jobsQuery(c)
+	q.Brief = true
 	d := templates.JobsData{
 		Filter: templates.JobsFilter{State: c.Query("state"), Project: c.Query("project"), User: q.User, Image: q.Image,
 			From: q.From, To: q.To, Sort: q.Sort},
@@ -52,8 +54,8 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	}
 	for _, j := range page.Jobs {
 		d.Jobs = append(d.Jobs, templates.JobRow{
-			ID: j.ID, Name: j.Name, Project: page.ProjectNames[j.ProjectID], User: page.Usernames[j.UserID],
-			State: j.State, StateReason: j.StateReason, Image: imageLabel(j), GPUs: gpuLabel(j),
+			ID: j.ID, Name: j.Name, Project: j.ProjectName, User: j.Username,
+			State: j.State, StateReason: j.StateReason, Image: imageLabel(j.Job), GPUs: gpuLabel(j.Job),
 			Submitted: j.SubmittedAt.UTC().Format("2006-01-02 15:04"),
 		})
 	}
@@ -69,17 +71,14 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 
 // projectNames names the projects of scope, for the project filter.
 func (h *Handler) projectNames(c *gin.Context, scope jobs.Scope) ([]string, error) {
-	ps, err := h.store.Projects(c.Request.Context())
+	if scope.All {
+		return h.store.ProjectNames(c.Request.Context())
+	}
+	byID, err := h.store.ProjectNamesByID(c.Request.Context(), scope.ProjectIDs)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, p := range ps {
-		if scope.All || slices.Contains(scope.ProjectIDs, p.ID) {
-			names = append(names, p.Name)
-		}
-	}
-	return names, nil
+	return slices.Sorted(maps.Values(byID)), nil
 }
 
 // gpuLabel says what a job asks of GPUs: a count, a share of one, or a MIG slice.

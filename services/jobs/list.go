@@ -27,6 +27,16 @@ const (
 	MaxLimit     = 200
 )
 
+// listColumns are what a jobs list shows of each job: no command or environment,
+// which may be large; GET /api/v1/jobs/{id} has those.
+var listColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_memory_mib",
+	"gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
+	"max_retries", "retries", "attempt", "state", "state_reason", "pending_reason", "exit_code", "submitted_at", "started_at", "finished_at"}
+
+// briefColumns are what the portal's jobs list shows: half as many columns read.
+var briefColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli",
+	"gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
+
 // Scope is where a caller may list jobs: every project (admins and auditors), or
 // the projects where they read jobs.
 type Scope struct {
@@ -49,14 +59,16 @@ type ListQuery struct {
 	// Cursor is the NextCursor of the page before; empty for the first page.
 	Cursor string
 	Limit  string
+	// Brief reads only what the portal's list shows of a job: ID, name, project, user,
+	// image, GPUs, state and submission time.
+	Brief bool
 }
 
 // ListPage is one page of the jobs list.
 type ListPage struct {
-	Jobs []models.Job
-	// ProjectNames and Usernames name the jobs' projects and users.
-	ProjectNames map[int64]string
-	Usernames    map[int64]string
+	// Jobs hold every field but Command and Env (fewer with Brief), and the names
+	// of their project and user.
+	Jobs []store.ListedJob
 	// NextCursor continues the list after this page; empty on the last page.
 	NextCursor string
 }
@@ -69,32 +81,18 @@ func (s *Service) List(ctx context.Context, scope Scope, q ListQuery) (ListPage,
 	if err != nil {
 		return ListPage{}, err
 	}
-	page := ListPage{ProjectNames: map[int64]string{}, Usernames: map[int64]string{}}
+	var page ListPage
 	if !scope.All && len(f.ProjectIDs) == 0 {
 		return page, nil
 	}
 	limit := f.Limit
 	f.Limit++
-	page.Jobs, err = s.store.Jobs(ctx, f)
-	if err != nil {
+	if page.Jobs, err = s.store.ListedJobs(ctx, f); err != nil {
 		return ListPage{}, err
 	}
 	if len(page.Jobs) > limit {
 		page.Jobs = page.Jobs[:limit]
-		page.NextCursor = encodeCursor(q.Sort, store.KeyOf(&page.Jobs[limit-1]))
-	}
-	var projectIDs, userIDs []int64
-	for _, j := range page.Jobs {
-		projectIDs, userIDs = append(projectIDs, j.ProjectID), append(userIDs, j.UserID)
-	}
-	slices.Sort(projectIDs)
-	slices.Sort(userIDs)
-	projectIDs, userIDs = slices.Compact(projectIDs), slices.Compact(userIDs)
-	if page.ProjectNames, err = s.store.ProjectNamesByID(ctx, projectIDs); err != nil {
-		return ListPage{}, err
-	}
-	if page.Usernames, err = s.store.UsernamesByID(ctx, userIDs); err != nil {
-		return ListPage{}, err
+		page.NextCursor = encodeCursor(q.Sort, store.KeyOf(&page.Jobs[limit-1].Job))
 	}
 	return page, nil
 }
@@ -109,7 +107,10 @@ func (s *Service) filter(ctx context.Context, scope Scope, q ListQuery) (store.J
 		return f, models.Invalid("sort", "%q is not a sort order: one of %s", q.Sort, strings.Join(Sorts, ", "))
 	}
 	f.Sort, f.Ascending = strings.TrimPrefix(q.Sort, "-"), !strings.HasPrefix(q.Sort, "-")
-	f.Limit = DefaultLimit
+	f.Limit, f.Columns = DefaultLimit, listColumns
+	if q.Brief {
+		f.Columns = briefColumns
+	}
 	if q.Limit != "" {
 		n, err := strconv.Atoi(q.Limit)
 		if err != nil || n < 1 || n > MaxLimit {

@@ -7,7 +7,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/gantry-gpu/gantry/migrations"
-	"github.com/gantry-gpu/gantry/models"
 )
 
 // MissingColumns lists the fields of model that have no column in its table.
@@ -28,17 +27,18 @@ func (s *Store) MissingColumns(model any) ([]string, error) {
 	return missing, nil
 }
 
-// JobsPlan returns the database's plan of the jobs query of f, one line per step.
+// JobsPlan returns the database's plan of the listed jobs query of f (the jobs query
+// with its joins), one line per step.
 // On PostgreSQL, sequential scans, bitmap scans and sorts are discouraged first, so
 // that a Sort in the plan means no index serves the order, not that the table is small.
 func (s *Store) JobsPlan(ctx context.Context, f JobFilter) ([]string, error) {
 	var lines []string
 	err := s.InTx(ctx, func(tx *Store) error {
-		dry, err := jobsQuery(tx.db.Session(&gorm.Session{DryRun: true}), f)
+		dry, err := listedJobsQuery(tx.db.Session(&gorm.Session{DryRun: true}), f)
 		if err != nil {
 			return err
 		}
-		stmt := dry.Find(&[]models.Job{}).Statement
+		stmt := dry.Find(&[]ListedJob{}).Statement
 		explain := "EXPLAIN QUERY PLAN "
 		if tx.dialect == migrations.Postgres {
 			explain = "EXPLAIN "

@@ -78,7 +78,10 @@ type JobFilter struct {
 	Sort      string
 	Ascending bool
 	// After continues a page sorted by Sort after this key.
-	After    *JobKey
+	After *JobKey
+	// Columns, when set, are the only columns read: a list that shows a few reads
+	// several times faster than one that reads whole rows.
+	Columns  []string
 	BeforeID int64
 	Limit    int
 }
@@ -96,36 +99,82 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]models.Job, error) {
 	return out, nil
 }
 
-// jobsQuery builds the query of f on db.
+// ListedJob is a job of a list with the names of its project and submitter.
+type ListedJob struct {
+	models.Job
+	ProjectName string
+	Username    string
+}
+
+// ListedJobs returns what Jobs does, with each job's project and user names, in one
+// query: a page costs one round trip, not three.
+func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error) {
+	q, err := listedJobsQuery(s.with(ctx), f)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var out []ListedJob
+	if err := q.Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return out, nil
+}
+
+func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+	cols := []string{"jobs.*"}
+	if len(f.Columns) > 0 {
+		cols = cols[:0]
+		for _, c := range f.Columns {
+			cols = append(cols, "jobs."+c)
+		}
+		f.Columns = nil
+	}
+	q, err := jobsQuery(db, f)
+	if err != nil {
+		return nil, err
+	}
+	return q.Select(append(cols, "projects.name AS project_name", "users.username AS username")).
+		Joins("JOIN projects ON projects.id = jobs.project_id").Joins("JOIN users ON users.id = jobs.user_id"), nil
+}
+
+// jobsQuery builds the query of f on db. Columns are qualified: ListedJobs joins
+// projects and users, which have names and ids of their own.
 func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	q := db.Model(&models.Job{})
+	if len(f.Columns) > 0 {
+		cols := make([]string, len(f.Columns))
+		for i, c := range f.Columns {
+			cols[i] = "jobs." + c
+		}
+		q = q.Select(cols)
+	}
 	if len(f.ProjectIDs) == 1 {
-		q = q.Where("project_id = ?", f.ProjectIDs[0])
+		q = q.Where("jobs.project_id = ?", f.ProjectIDs[0])
 	} else if len(f.ProjectIDs) > 1 {
-		q = q.Where("project_id IN ?", f.ProjectIDs)
+		q = q.Where("jobs.project_id IN ?", f.ProjectIDs)
 	}
 	if f.UserID != 0 {
-		q = q.Where("user_id = ?", f.UserID)
+		q = q.Where("jobs.user_id = ?", f.UserID)
 	}
 	if len(f.States) == 1 {
-		q = q.Where("state = ?", f.States[0])
+		q = q.Where("jobs.state = ?", f.States[0])
 	} else if len(f.States) > 1 {
-		q = q.Where("state IN ?", f.States)
+		q = q.Where("jobs.state IN ?", f.States)
 	}
 	if f.ImageID != 0 {
-		q = q.Where("image_id = ?", f.ImageID)
+		q = q.Where("jobs.image_id = ?", f.ImageID)
 	}
 	if f.ImageRef != "" {
-		q = q.Where("image_ref = ?", f.ImageRef)
+		q = q.Where("jobs.image_ref = ?", f.ImageRef)
 	}
 	if !f.SubmittedFrom.IsZero() {
-		q = q.Where("submitted_at >= ?", f.SubmittedFrom.UTC())
+		q = q.Where("jobs.submitted_at >= ?", f.SubmittedFrom.UTC())
 	}
 	if !f.SubmittedTo.IsZero() {
-		q = q.Where("submitted_at < ?", f.SubmittedTo.UTC())
+		q = q.Where("jobs.submitted_at < ?", f.SubmittedTo.UTC())
 	}
 	if f.BeforeID > 0 {
-		q = q.Where("id < ?", f.BeforeID)
+		q = q.Where("jobs.id < ?", f.BeforeID)
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -137,9 +186,9 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	}
 	if f.Sort == JobsByID {
 		if f.After != nil {
-			q = q.Where("id "+cmp+" ?", f.After.ID)
+			q = q.Where("jobs.id "+cmp+" ?", f.After.ID)
 		}
-		return q.Order("id " + dir).Limit(limit), nil
+		return q.Order("jobs.id " + dir).Limit(limit), nil
 	}
 	key, ok := sortKey(f.Sort, f.After)
 	if !ok {
@@ -148,9 +197,9 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	if f.After != nil {
 		// A row value compares (key, id) in one step, which both databases answer
 		// from the (key, id) index.
-		q = q.Where("("+f.Sort+", id) "+cmp+" (?, ?)", key, f.After.ID)
+		q = q.Where("(jobs."+f.Sort+", jobs.id) "+cmp+" (?, ?)", key, f.After.ID)
 	}
-	return q.Order(f.Sort + " " + dir).Order("id " + dir).Limit(limit), nil
+	return q.Order("jobs." + f.Sort + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
 }
 
 // sortKey returns the value of k's sort column, and whether sort is a sort column.

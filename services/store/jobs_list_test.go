@@ -74,6 +74,14 @@ func newJobsWorld(t *testing.T, s *store.Store) jobsWorld {
 	return w
 }
 
+func (w jobsWorld) projectName(id int64) string {
+	return map[int64]string{w.projects[0]: "detect", w.projects[1]: "segment"}[id]
+}
+
+func (w jobsWorld) username(id int64) string {
+	return map[int64]string{w.users[0]: "ada", w.users[1]: "grace"}[id]
+}
+
 // want filters and sorts the world's jobs in Go, as the query should.
 func (w jobsWorld) want(f store.JobFilter) []int64 {
 	var out []models.Job
@@ -137,7 +145,8 @@ func (w jobsWorld) filters() map[string]store.JobFilter {
 }
 
 // Pages of four, each continuing after the last key of the one before, add up to
-// exactly the filtered, sorted list, on every filter and sort and on both databases.
+// exactly the filtered, sorted list, on every filter and sort and on both databases;
+// each job comes with its project's and user's names.
 func TestJobsFilterSortKeyset(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -154,17 +163,20 @@ func TestJobsFilterSortKeyset(t *testing.T) {
 				if pages > 10 {
 					t.Fatalf("%s: paging does not end: %v", name, got)
 				}
-				page, err := s.Jobs(ctx, f)
+				page, err := s.ListedJobs(ctx, f)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				for _, j := range page {
 					got = append(got, j.ID)
+					if j.ProjectName != w.projectName(j.ProjectID) || j.Username != w.username(j.UserID) {
+						t.Fatalf("%s: job %d of %q by %q", name, j.ID, j.ProjectName, j.Username)
+					}
 				}
 				if len(page) < f.Limit {
 					break
 				}
-				k := store.KeyOf(&page[len(page)-1])
+				k := store.KeyOf(&page[len(page)-1].Job)
 				f.After = &k
 			}
 			if !slices.Equal(got, want) {

@@ -148,3 +148,12 @@ func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Proj
 	}
 	return out, nil
 }
+
+// ProjectNames returns the names of every project, sorted.
+func (s *Store) ProjectNames(ctx context.Context) ([]string, error) {
+	var out []string
+	if err := s.with(ctx).Model(&models.Project{}).Order("name").Pluck("name", &out).Error; err != nil {
+		return nil, fmt.Errorf("project names: %w", err)
+	}
+	return out, nil
+}

@@ -131,19 +131,30 @@ func Exec(t testing.TB, cfg store.Config, query string) {
 
 // TryExec is Exec for statements that the test expects the database may refuse.
 func TryExec(cfg store.Config, query string) error {
-	driver, dsn := "pgx", cfg.DatabaseURL
-	if dsn == "" {
-		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)"
-	}
-	db, err := sql.Open(driver, dsn)
+	db, err := SQL(cfg)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", driver, err)
+		return err
 	}
 	defer db.Close()
 	if _, err := db.Exec(query); err != nil {
 		return fmt.Errorf("exec %q: %w", query, err)
 	}
 	return nil
+}
+
+// SQL opens a database/sql handle of its own on the database of cfg, for tests and
+// benchmarks that write behind the store's back (bulk data, broken rows); close it.
+// Placeholders are ? on SQLite and $1, $2, … on PostgreSQL.
+func SQL(cfg store.Config) (*sql.DB, error) {
+	driver, dsn := "pgx", cfg.DatabaseURL
+	if dsn == "" {
+		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", driver, err)
+	}
+	return db, nil
 }
 
 // seedSQLite copies the migrated template into dir, unless dir has a database already.
