@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+)
+
+// gpuUse is what active allocations hold of each GPU (by UUID) in milli-GPU, a MIG slice
+// counting as its compute slices out of seven, and which jobs hold it.
+type gpuUse struct {
+	device map[string]int64
+	jobs   map[string][]int64
+}
+
+// activeGPUUse reads every active allocation.
+func (h *Handler) activeGPUUse(ctx context.Context) (gpuUse, error) {
+	u := gpuUse{device: map[string]int64{}, jobs: map[string][]int64{}}
+	allocs, err := h.store.ActiveAllocations(ctx, 0)
+	if err != nil {
+		return u, err
+	}
+	for _, a := range allocs {
+		var devs []agentapi.Device
+		if a.Devices != "" {
+			if err := json.Unmarshal([]byte(a.Devices), &devs); err != nil {
+				return u, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
+			}
+		}
+		for _, d := range devs {
+			milli := d.Milli
+			if d.MIGProfile != "" {
+				milli = int64(migSlicesOf(d.MIGProfile)) * 1000 / 7
+			}
+			u.device[d.UUID] += milli
+			u.jobs[d.UUID] = append(u.jobs[d.UUID], a.JobID)
+		}
+	}
+	return u, nil
+}
+
+// migSlicesOf is the compute slices of a MIG profile: 3 for "3g.40gb".
+func migSlicesOf(profile string) int {
+	g, _, _ := strings.Cut(profile, "g.")
+	n, _ := strconv.Atoi(g)
+	return n
+}
+
+// fleet reads every node with its GPUs.
+func (h *Handler) fleet(ctx context.Context) ([]models.Node, []models.GPUDevice, error) {
+	nodes, err := h.store.Nodes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]int64, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	devs, err := h.store.DevicesOfNodes(ctx, ids)
+	return nodes, devs, err
+}
+
+// gpusOf writes milli-GPU as GPUs: 2250 → "2.25".
+func gpusOf(milli int64) string { return decimal(float64(milli) / 1000) }
