@@ -123,6 +123,10 @@ type Node struct {
 	UpdatedAt       time.Time
 }
 
+// RuntimeSlurm is the runtime of a node that a Slurm pool's inventory shows: Slurm
+// owns it and its health; Gantry never leases to it or judges its heartbeats.
+const RuntimeSlurm = "slurm"
+
 // GPUDevice is one physical GPU of a node.
 type GPUDevice struct {
 	ID           int64

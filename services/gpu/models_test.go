@@ -88,3 +88,12 @@ func TestKnownModels(t *testing.T) {
 		t.Error("KnownModels hands out the table itself")
 	}
 }
+
+func TestModelMemoryMiB(t *testing.T) {
+	if m, ok := ModelMemoryMiB("a100-80gb"); !ok || m != 81920 {
+		t.Errorf("A100-80GB = %d, %v; want 81920 MiB", m, ok)
+	}
+	if m, ok := ModelMemoryMiB("B200"); ok || m != 0 {
+		t.Errorf("an unknown model = %d, %v; want 0, false", m, ok)
+	}
+}

@@ -124,7 +124,7 @@ func (b *Backend) Submit(ctx context.Context, s JobSpec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("submit job %d attempt %d: %w", s.JobID, s.Attempt, err)
 	}
-	name := SlurmName(s.JobID, s.Attempt)
+	name := b.cfg.SlurmName(s.JobID, s.Attempt)
 	if id, err := b.find(ctx, name); err != nil || id != "" {
 		return id, err
 	}
@@ -209,4 +209,14 @@ func firstLine(s string) string {
 		}
 	}
 	return "no answer"
+}
+
+// Checkpoint sends USR1 to a running job's batch script (scancel --batch), which
+// writes the checkpoint request and passes the signal to the command, as on
+// preemption; Gantry cancels the job once the checkpoint grace has passed.
+func (b *Backend) Checkpoint(ctx context.Context, id string) error {
+	if _, err := b.command(ctx, "scancel", []string{"--batch", "--signal=USR1", id}, nil); err != nil {
+		return fmt.Errorf("signal Slurm job %s to checkpoint: %w", id, err)
+	}
+	return nil
 }

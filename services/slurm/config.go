@@ -40,6 +40,10 @@ type Config struct {
 	Container string `json:"container,omitempty"`
 	// CommandTimeoutSec bounds each command; 0: 30 s.
 	CommandTimeoutSec int `json:"command_timeout_sec,omitempty"`
+	// Installation tells this Gantry's jobs from any other's on the cluster: it is
+	// part of their Slurm names, log files and checkpoint directories. Gantry sets it
+	// (one per database); it is not part of a pool's configuration.
+	Installation string `json:"-"`
 }
 
 // ParseConfig reads a pool's provider configuration strictly and validates it.
@@ -72,6 +76,8 @@ func (c Config) Validate() error {
 		return models.Invalid("gpu_option", "must be gres or gpus, got %q", c.GPUOption)
 	case c.Container != "" && c.Container != "pyxis":
 		return models.Invalid("container", "must be empty (plain commands) or pyxis, got %q", c.Container)
+	case c.Installation != "" && (!slurmName(c.Installation) || strings.ContainsAny(c.Installation, "-.")):
+		return models.Invalid("installation", "must be letters, digits and _, got %q", c.Installation)
 	case c.CommandTimeoutSec < 0 || c.CommandTimeoutSec > 600:
 		return models.Invalid("command_timeout_sec", "must be 0 (30 s) to 600, got %d", c.CommandTimeoutSec)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/gpu"
 )
 
 // SpecOf is the JobSpec of one attempt of a Gantry job placed on a Slurm pool: its
@@ -165,8 +166,56 @@ func endStep(e Event) Step {
 }
 
 func charged(e Event) *Run {
-	if e.Kind != EventRunEnded || e.Record == nil || e.Record.Start.IsZero() {
+	if e.Kind != EventRunEnded || e.Record == nil || !e.Record.Ran() {
 		return nil
 	}
 	return e.Record
+}
+
+// NodeName is the Gantry name of a Slurm node of a pool: the pool's name, a dot,
+// and the node's, so that partitions sharing a node still give distinct Gantry nodes.
+func NodeName(pool, node string) string { return pool + "." + node }
+
+// GantryNode is a Slurm node as Gantry shows it: read-only (runtime slurm, no
+// credential), its state and reason from Slurm's, and one device per GPU of its GRES,
+// named by the pool's gres_types (a100 shows as A100-80GB).
+func GantryNode(pool string, cfg Config, n Node) (models.Node, []models.GPUDevice) {
+	state, reason := nodeState(n.State, n.Reason)
+	labels, _ := json.Marshal(map[string]string{"slurm.partition": cfg.Partition, "slurm.node": n.Name})
+	node := models.Node{
+		Name: NodeName(pool, n.Name), State: state, StateReason: reason, Labels: string(labels),
+		CPUMilli: int64(n.CPUs) * 1000, MemoryMiB: n.MemoryMiB, Runtime: models.RuntimeSlurm,
+	}
+	var devs []models.GPUDevice
+	for _, g := range n.GPUs {
+		model := cfg.ModelOf(g.Type)
+		mem, _ := gpu.ModelMemoryMiB(model)
+		for range g.Count {
+			i := len(devs)
+			devs = append(devs, models.GPUDevice{
+				Index: i, UUID: fmt.Sprintf("slurm:%s:%s:%d", pool, n.Name, i), Model: model, MemoryMiB: mem, Healthy: true,
+			})
+		}
+	}
+	return node, devs
+}
+
+// nodeState maps sinfo's long state (idle, mixed, drained, down*, idle~, ...) to a
+// Gantry node state: Slurm owns the node's health, Gantry only shows it.
+func nodeState(state, reason string) (string, string) {
+	base := strings.TrimRight(strings.ToLower(state), "*~#!%$@^-+")
+	notResponding := strings.HasSuffix(state, "*")
+	why := "Slurm: " + state
+	if reason != "" {
+		why += " (" + reason + ")"
+	}
+	switch {
+	case notResponding:
+		return models.NodeDown, why + ": slurmd is not responding"
+	case base == "idle" || base == "mixed" || base == "allocated" || base == "completing" || base == "planned":
+		return models.NodeReady, "Slurm: " + base
+	case base == "drained" || base == "draining" || base == "drain" || base == "reserved" || base == "maint":
+		return models.NodeCordoned, why
+	}
+	return models.NodeDown, why
 }

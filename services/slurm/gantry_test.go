@@ -9,7 +9,7 @@ import (
 )
 
 func ended(state string, exit, signal int, final bool) Event {
-	r := &Run{JobID: "11", State: state, ExitCode: exit, Signal: signal, Start: utc("2026-11-30T10:00:05"), End: utc("2026-11-30T10:01:05")}
+	r := &Run{JobID: "11", State: state, ExitCode: exit, Signal: signal, Start: utc("2026-11-30T10:00:05"), End: utc("2026-11-30T10:01:05"), NodeList: "node1"}
 	return Event{Kind: EventRunEnded, SlurmID: "11", Run: 1, Record: r, Final: final, Message: endedMessage("11", 1, *r, final)}
 }
 
@@ -31,6 +31,9 @@ func steps(d Decision) string {
 func TestDecide(t *testing.T) {
 	started := Event{Kind: EventStarted, SlurmID: "11", Run: 1, Message: "Slurm job 11 run 1 started on node1"}
 	pending := Event{Kind: EventPending, SlurmID: "11", Run: 1, Reason: "Resources", Message: "Slurm job 11 waits: Resources"}
+	// sacct gives a job cancelled while pending a start time, the time of the cancel, but no node.
+	neverRan := ended("CANCELLED", 0, 0, true)
+	neverRan.Record.NodeList, neverRan.Record.End = "", neverRan.Record.Start
 	vanished := Event{Kind: EventVanished, SlurmID: "11", Final: true, Message: "Slurm job 11 is unknown to Slurm"}
 	cases := []struct {
 		name, state string
@@ -61,6 +64,8 @@ func TestDecide(t *testing.T) {
 		{"lost while waiting", models.JobScheduled, vanished, "queued:lost", false, false, true, false},
 		{"cancelled in Gantry, still running in Slurm", models.JobCancelled, started, "", false, false, false, true},
 		{"cancelled in Gantry, then ended", models.JobCancelled, ended("CANCELLED", 0, 15, true), "", false, true, false, false},
+		{"cancelled in Gantry while pending", models.JobCancelled, neverRan, "", false, false, false, false},
+		{"cancelled in Slurm while pending", models.JobScheduled, neverRan, "cancelled:cancelled(0)", false, false, false, false},
 	}
 	for _, c := range cases {
 		d, err := Decide(c.state, c.e)
@@ -128,5 +133,45 @@ func TestSpecOf(t *testing.T) {
 	j.Command = `python train.py`
 	if _, err := SpecOf(j, 1, class, "", ""); err == nil || !strings.Contains(err.Error(), "command: of job 8 is not a JSON array") {
 		t.Errorf("bad command: %v", err)
+	}
+}
+
+func TestGantryNode(t *testing.T) {
+	nodes, err := parseSinfoNodes(readFixture(t, "sinfo_busy.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Partition: "gpu", GRESTypes: map[string]string{"A100-80GB": "a100"}}
+	n, devs := GantryNode("hpc", cfg, nodes[0])
+	if n.Name != "hpc.node1" || n.State != models.NodeReady || n.Runtime != models.RuntimeSlurm || n.CPUMilli != 8000 || n.MemoryMiB != 8192 ||
+		n.CredentialHash != "" || n.Labels != `{"slurm.node":"node1","slurm.partition":"gpu"}` {
+		t.Errorf("node %+v", n)
+	}
+	var got []string
+	for _, d := range devs {
+		got = append(got, fmt.Sprintf("%d %s %s %d", d.Index, d.UUID, d.Model, d.MemoryMiB))
+	}
+	// a100 is named by gres_types; l4 is not, so it keeps Slurm's name and no known memory.
+	want := "0 slurm:hpc:node1:0 A100-80GB 81920|1 slurm:hpc:node1:1 A100-80GB 81920|2 slurm:hpc:node1:2 l4 0|3 slurm:hpc:node1:3 l4 0"
+	if strings.Join(got, "|") != want {
+		t.Errorf("devices\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+func TestNodeState(t *testing.T) {
+	for _, c := range []struct{ state, reason, want, why string }{
+		{"idle", "", models.NodeReady, "Slurm: idle"},
+		{"mixed", "", models.NodeReady, "Slurm: mixed"},
+		{"idle~", "", models.NodeReady, "Slurm: idle"},
+		{"drained", "bad fan", models.NodeCordoned, "Slurm: drained (bad fan)"},
+		{"draining", "", models.NodeCordoned, "Slurm: draining"},
+		{"down*", "Not responding", models.NodeDown, "Slurm: down* (Not responding): slurmd is not responding"},
+		{"idle*", "", models.NodeDown, "Slurm: idle*: slurmd is not responding"},
+		{"down", "reboot", models.NodeDown, "Slurm: down (reboot)"},
+		{"future", "", models.NodeDown, "Slurm: future"},
+	} {
+		if got, why := nodeState(c.state, c.reason); got != c.want || why != c.why {
+			t.Errorf("nodeState(%q, %q) = %s %q; want %s %q", c.state, c.reason, got, why, c.want, c.why)
+		}
 	}
 }

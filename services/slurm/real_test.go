@@ -14,23 +14,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gantry-gpu/gantry/services/slurm/slurmtest"
 )
 
 // These tests run on the throw-away Slurm of scripts/slurm.sh (make test exports
 // GANTRY_TEST_SLURM_CONF): one node with 2 a100 and 2 l4 GPUs by GRES, QOS test <
 // research < production with preempt/qos, a 5 s grace time and requeue.
 
-// realSlurm returns a backend on that Slurm, or skips (fails when
-// GANTRY_REQUIRE_SLURM=1) when there is none.
+// realSlurm returns a backend on that Slurm, held for the test (slurmtest.Conf), or
+// skips (fails when GANTRY_REQUIRE_SLURM=1) when there is none.
 func realSlurm(t *testing.T) (*Backend, string) {
 	t.Helper()
-	conf := os.Getenv("GANTRY_TEST_SLURM_CONF")
-	if conf == "" {
-		if os.Getenv("GANTRY_REQUIRE_SLURM") == "1" {
-			t.Fatal("GANTRY_REQUIRE_SLURM=1 but GANTRY_TEST_SLURM_CONF is not set: start one with scripts/slurm.sh start DIR")
-		}
-		t.Skip("no Slurm: set GANTRY_TEST_SLURM_CONF to what scripts/slurm.sh start DIR prints")
-	}
+	conf := slurmtest.Conf(t)
 	dir := t.TempDir()
 	cfg := Config{
 		Partition: "gpu", SlurmConf: conf, LogDir: dir + "/logs", CheckpointDir: dir + "/ckpt",

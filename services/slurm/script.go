@@ -37,20 +37,28 @@ type JobSpec struct {
 }
 
 // SlurmName is the Slurm job name of an attempt: submissions are found again by it.
-func SlurmName(jobID int64, attempt int) string {
-	return fmt.Sprintf("gantry-%d-%d", jobID, attempt)
+// It holds the Installation, so that another Gantry on the same cluster (or this one
+// with a new database) never takes this one's jobs for its own.
+func (c Config) SlurmName(jobID int64, attempt int) string {
+	if c.Installation == "" {
+		return fmt.Sprintf("gantry-%d-%d", jobID, attempt)
+	}
+	return fmt.Sprintf("gantry-%s-%d-%d", c.Installation, jobID, attempt)
 }
 
 // LogPaths are the files an attempt's stdout and stderr go to, under LogDir.
 func (c Config) LogPaths(jobID int64, attempt int) (stdout, stderr string) {
-	base := filepath.Join(c.LogDir, SlurmName(jobID, attempt))
+	base := filepath.Join(c.LogDir, c.SlurmName(jobID, attempt))
 	return base + ".out", base + ".err"
 }
 
 // CheckpointPath is a job's GANTRY_CHECKPOINT_DIR; every attempt shares it, so that
 // an attempt resumes from the checkpoint the one before it saved.
 func (c Config) CheckpointPath(jobID int64) string {
-	return filepath.Join(c.CheckpointDir, fmt.Sprintf("job-%d", jobID))
+	if c.Installation == "" {
+		return filepath.Join(c.CheckpointDir, fmt.Sprintf("job-%d", jobID))
+	}
+	return filepath.Join(c.CheckpointDir, fmt.Sprintf("%s-job-%d", c.Installation, jobID))
 }
 
 // defaultSignalLead is Slurm's own default --signal time.
@@ -65,7 +73,7 @@ func (c Config) sbatchArgs(s JobSpec) ([]string, error) {
 	replicas := max(s.Replicas, 1)
 	args := []string{
 		"--parsable",
-		"--job-name=" + SlurmName(s.JobID, s.Attempt),
+		"--job-name=" + c.SlurmName(s.JobID, s.Attempt),
 		"--comment=" + comment(s),
 		"--partition=" + c.Partition,
 		"--nodes=" + strconv.Itoa(replicas),
@@ -222,7 +230,8 @@ func (c Config) batchScript(s JobSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n# Gantry job %d attempt %d, submitted by Gantry's Slurm backend.\n", s.JobID, s.Attempt)
 	b.WriteString("export PATH=\"${PATH:-/usr/local/bin:/usr/bin:/bin}\"\n")
-	fmt.Fprintf(&b, "export GANTRY_JOB_ID=%d GANTRY_ATTEMPT=%d\n", s.JobID, s.Attempt)
+	// Each run Slurm requeues (a preemption) is Gantry's next attempt of the job.
+	fmt.Fprintf(&b, "export GANTRY_JOB_ID=%d GANTRY_ATTEMPT=$((%d + ${SLURM_RESTART_COUNT:-0}))\n", s.JobID, s.Attempt)
 	fmt.Fprintf(&b, "export GANTRY_CHECKPOINT_DIR=%s\n", shellQuote(c.CheckpointPath(s.JobID)))
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {

@@ -78,6 +78,10 @@ type Run struct {
 	Account   string
 }
 
+// Ran reports whether the run was given nodes: sacct gives a job cancelled while
+// pending a start time too (when it was cancelled), but no node.
+func (r Run) Ran() bool { return !r.Start.IsZero() && r.NodeList != "" }
+
 // TRES is what Slurm allocated ("trackable resources").
 type TRES struct {
 	CPUs       int

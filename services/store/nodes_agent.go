@@ -108,11 +108,12 @@ func (s *Store) SetNodeState(ctx context.Context, id int64, from []string, to, r
 	return nil
 }
 
-// NodesSilentSince returns the nodes in one of states whose last heartbeat is
-// before `before` (or that never sent one and registered before it).
+// NodesSilentSince returns the agents' nodes in one of states whose last heartbeat
+// is before `before` (or that never sent one and registered before it). Slurm's
+// nodes never heartbeat: Slurm owns their health.
 func (s *Store) NodesSilentSince(ctx context.Context, before time.Time, states []string) ([]models.Node, error) {
 	var out []models.Node
-	err := s.with(ctx).Where("state IN ? AND COALESCE(last_heartbeat_at, created_at) < ?", states, before).
+	err := s.with(ctx).Where("state IN ? AND runtime <> ? AND COALESCE(last_heartbeat_at, created_at) < ?", states, models.RuntimeSlurm, before).
 		Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("silent nodes: %w", err)
