@@ -53,8 +53,9 @@ type controlPlane struct {
 }
 
 // startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
-// GPU telemetry's roll-ups, cost metering, the anomaly rules and the pools'
-// autoscaler, and, unless turned off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
+// the Slurm pools (submitting to and following Slurm), GPU telemetry's roll-ups,
+// cost metering, the anomaly rules and the pools' autoscaler, and, unless turned
+// off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
 // running across a restart of the server.
 func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr, cost *costOpts, publicURL string) (*controlPlane, error) {
 	cfg := dispatch.DefaultConfig()
@@ -84,6 +85,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 	if err != nil {
 		return nil, err
 	}
+	slurmPools := d.SlurmPools(dispatch.DefaultSlurmConfig())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -92,6 +94,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 			var loops sync.WaitGroup
 			for _, loop := range []func(){
 				func() { d.Run(lctx) },
+				func() { slurmPools.Run(lctx) },
 				func() { tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry")) },
 				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },
 				func() { gov.Run(lctx, time.Now, cost.rulesEvery) },

@@ -17,15 +17,20 @@ import (
 	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
-// clock is a settable clock for the service under test.
+// clock is a settable clock for the service under test; a real one follows the
+// wall clock, for tests on a real Slurm.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	real bool
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.real {
+		return time.Now().UTC()
+	}
 	return c.t
 }
 

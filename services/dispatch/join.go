@@ -114,6 +114,8 @@ func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.
 			node = &models.Node{Name: req.Name, PoolID: tok.PoolID, State: models.NodeReady, StateReason: "joined"}
 		case err != nil:
 			return err
+		case node.Runtime == models.RuntimeSlurm:
+			return models.Invalid("name", "node %s is a Slurm node, which Slurm owns; an agent must join under another name", node.Name)
 		default:
 			action = "node.rejoined"
 			if touched, err = s.endAllocations(ctx, tx, node, "node-rejoined",

@@ -45,6 +45,9 @@ func (s *Service) SetNodeLabels(ctx context.Context, name string, labels map[str
 		if node, err = tx.NodeByName(ctx, name); err != nil {
 			return err
 		}
+		if err := notSlurm(node, "labels"); err != nil {
+			return err
+		}
 		before := node.Labels
 		if before == string(encoded) {
 			return nil
@@ -69,6 +72,9 @@ func (s *Service) SetNodePool(ctx context.Context, name, pool string) (*models.N
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		if node, err = tx.NodeByName(ctx, name); err != nil {
+			return err
+		}
+		if err := notSlurm(node, "pool"); err != nil {
 			return err
 		}
 		var to *int64
@@ -115,6 +121,9 @@ func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.
 		if node, err = tx.NodeByName(ctx, name); err != nil {
 			return err
 		}
+		if err := notSlurm(node, "node"); err != nil {
+			return err
+		}
 		active, err := tx.ActiveAllocations(ctx, node.ID)
 		if err != nil {
 			return err
@@ -134,6 +143,15 @@ func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.
 		return nil, fmt.Errorf("remove node %s: %w", name, err)
 	}
 	return node, nil
+}
+
+// notSlurm refuses to change a Slurm node, which its pool's inventory owns: Slurm
+// says what it is and where, and Gantry shows it.
+func notSlurm(node *models.Node, field string) error {
+	if node.Runtime == models.RuntimeSlurm {
+		return models.Invalid(field, "node %s is a Slurm node: Slurm owns it (scontrol update nodename=…), and Gantry shows it as Slurm reports it", node.Name)
+	}
+	return nil
 }
 
 func samePool(a, b *int64) bool {

@@ -173,6 +173,9 @@ func (s *Service) SetNodeState(ctx context.Context, name, state, reason string, 
 		if node, err = tx.NodeByName(ctx, name); err != nil {
 			return err
 		}
+		if err := notSlurm(node, "state"); err != nil {
+			return err
+		}
 		if state == models.NodeDown {
 			active, err := tx.ActiveAllocations(ctx, node.ID)
 			if err != nil {

@@ -1,0 +1,112 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// slurmKillRetry is how often a Slurm job that Gantry cancelled is cancelled again
+// while Slurm still reports it (a lost answer, a node slow to kill it).
+const slurmKillRetry = 30 * time.Second
+
+// stopUnwanted stops the Slurm jobs that Gantry no longer wants to run: a cancelled
+// job (scancel), a preempted, drained or governance-stopped one (USR1 to checkpoint,
+// then scancel after its class's checkpoint grace), and one whose attempt Gantry
+// has replaced. What they ran is charged when Slurm reports their end.
+func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []models.SlurmJob, now time.Time) error {
+	for i := range rows {
+		r := &rows[i]
+		if r.Done {
+			continue
+		}
+		job, err := p.svc.store.JobByID(ctx, r.JobID)
+		if err != nil {
+			return err
+		}
+		allocs, err := allocationsOfAttempt(ctx, p.svc.store, r.JobID, r.CurrentAttempt)
+		if err != nil {
+			return err
+		}
+		reason, checkpoint := unwanted(job, r, allocs)
+		if reason == "" {
+			continue
+		}
+		wait := slurmKillRetry
+		if checkpoint {
+			if wait, err = p.checkpointGrace(ctx, job); err != nil {
+				return err
+			}
+		}
+		switch {
+		case r.StopReason == "":
+			seen, err := decodeSeen(r.Seen)
+			if err != nil {
+				return err
+			}
+			if checkpoint && !seen.Start.IsZero() {
+				err = sp.b.Checkpoint(ctx, r.SlurmJobID)
+			} else {
+				err = sp.b.Cancel(ctx, r.SlurmJobID)
+			}
+			if err != nil {
+				p.svc.log.Warn("cannot stop a Slurm job; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
+				continue
+			}
+			r.StopReason, r.SignalledAt = reason, &now
+		case r.SignalledAt == nil || now.Sub(*r.SignalledAt) >= wait:
+			if err := sp.b.Cancel(ctx, r.SlurmJobID); err != nil {
+				p.svc.log.Warn("cannot cancel a Slurm job; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
+				continue
+			}
+			r.SignalledAt = &now
+		default:
+			continue
+		}
+		if err := p.svc.store.SaveSlurmJob(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unwanted says why Gantry no longer wants a Slurm job to run ("" when it does),
+// and whether it should checkpoint first.
+func unwanted(job *models.Job, r *models.SlurmJob, allocs []models.Allocation) (reason string, checkpoint bool) {
+	for _, a := range allocs {
+		if (a.State == models.AllocStopping || a.State == models.AllocEnded) && a.StopReason != "" {
+			reason, checkpoint = a.StopReason, checkpoints(a.StopReason)
+		}
+	}
+	switch {
+	case job.Attempt != r.CurrentAttempt:
+		return "superseded", false
+	case models.IsTerminal(job.State):
+		return agentapi.StopCancel, false
+	case reason != "":
+		return reason, checkpoint
+	case job.State != models.JobScheduled && job.State != models.JobRunning:
+		return "requeued", false
+	}
+	return "", false
+}
+
+// checkpointGrace is how long a job of its class has to save a checkpoint before
+// it is stopped (Slurm's own default when the class gives none).
+func (p *SlurmPools) checkpointGrace(ctx context.Context, job *models.Job) (time.Duration, error) {
+	class, err := p.svc.store.PriorityClassByName(ctx, job.PriorityClass)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return time.Minute, nil
+	case err != nil:
+		return 0, fmt.Errorf("class of job %d: %w", job.ID, err)
+	case class.CheckpointGraceSec <= 0:
+		return time.Minute, nil
+	}
+	return time.Duration(class.CheckpointGraceSec) * time.Second, nil
+}

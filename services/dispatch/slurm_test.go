@@ -1,0 +1,602 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/slurm"
+	"github.com/gantry-gpu/gantry/services/slurm/slurmtest"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// These tests run Gantry's Slurm pools on the throw-away Slurm of scripts/slurm.sh
+// (one node, 2 a100 and 2 l4 GPUs by GRES, QOS test < research < production with
+// preemption by requeue), one test at a time (slurmtest.Conf).
+
+// slurmEnv is a dispatch service with one Slurm pool, "hpc", on partition gpu.
+type slurmEnv struct {
+	*env
+	dbConf store.Config
+	conf   string // the slurm.conf the pool's commands read
+	cfg    slurm.Config
+	pool   *models.NodePool
+	sp     *dispatch.SlurmPools
+}
+
+// eachSlurm runs fn on every database backend with a Slurm pool on the test Slurm.
+// runner, when given, wraps the commands the pool runs.
+func eachSlurm(t *testing.T, runner func(slurm.Runner) slurm.Runner, fn func(t *testing.T, s *slurmEnv)) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			conf := slurmtest.Conf(t)
+			dbConf := b.Config(t)
+			st := storetest.Open(t, dbConf)
+			e := newEnv(t, st, realScheduler(t))
+			e.clock.mu.Lock()
+			e.clock.real = true
+			e.clock.mu.Unlock()
+			dir := t.TempDir()
+			cfg := slurm.Config{
+				Partition: "gpu", SlurmConf: conf, LogDir: filepath.Join(dir, "logs"), CheckpointDir: filepath.Join(dir, "ckpt"),
+				QOS:       map[string]string{"production": "production", "research": "research", "test": "test"},
+				GRESTypes: map[string]string{"A100-80GB": "a100", "L4-24GB": "l4"},
+			}
+			raw, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := &models.NodePool{Name: "hpc", Provider: "slurm", CapacityType: models.CapacityOwned, ProviderConfig: string(raw)}
+			if err := st.CreateNodePool(e.ctx, pool); err != nil {
+				t.Fatal(err)
+			}
+			scfg := dispatch.SlurmConfig{
+				Follow:         slurm.FollowConfig{Interval: 200 * time.Millisecond, MaxBackoff: 2 * time.Second, LostAfter: 5 * time.Minute},
+				InventoryEvery: 5 * time.Second, LogChunk: 64 << 10,
+			}
+			if runner != nil {
+				scfg.Runner = func(c slurm.Config) slurm.Runner {
+					return runner(slurm.NewExecRunner(c.BinDir, c.SlurmConf, c.CommandTimeout()))
+				}
+			}
+			s := &slurmEnv{env: e, dbConf: dbConf, conf: conf, cfg: cfg, pool: pool, sp: e.svc.SlurmPools(scfg)}
+			s.cancelAll() // what an interrupted test left
+			t.Cleanup(s.cancelAll)
+			fn(t, s)
+		})
+	}
+}
+
+// tick runs one scheduling pass and one pass over the Slurm pools.
+func (s *slurmEnv) tick() {
+	s.svc.Tick(s.ctx)
+	s.sp.Tick(s.ctx)
+}
+
+// until ticks until cond holds, failing after two minutes with what.
+func (s *slurmEnv) until(what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out waiting for %s", what)
+		}
+		s.tick()
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *slurmEnv) untilState(id int64, state string) *models.Job {
+	s.t.Helper()
+	s.until("job to be "+state, func() bool {
+		j := s.job(id)
+		if models.IsTerminal(j.State) && j.State != state {
+			evs, _ := s.st.JobEvents(s.ctx, id)
+			s.t.Fatalf("job %d ended %s (%s), want %s; events: %s", id, j.State, j.StateReason, state, describeEvents(evs))
+		}
+		return j.State == state
+	})
+	return s.job(id)
+}
+
+// slurmJobs returns the Slurm job ids Gantry submitted for a job, by attempt.
+func (s *slurmEnv) slurmJobs(id int64) []models.SlurmJob {
+	s.t.Helper()
+	rows, err := s.st.SlurmJobsOfJob(s.ctx, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return rows
+}
+
+// cancelAll cancels what the test left in Slurm and waits until its node is free,
+// so the next test finds the cluster empty.
+func (s *slurmEnv) cancelAll() {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		out, _ := s.slurmCmd("squeue", "-h", "-t", "PD,R,CG,S,CF,RQ,RH,SI,SO,ST", "-o", "%A").Output()
+		ids := strings.Fields(string(out))
+		if len(ids) == 0 {
+			return
+		}
+		_ = s.slurmCmd("scancel", ids...).Run()
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// foreignJob submits a job to the partition outside Gantry and returns its id.
+func (s *slurmEnv) foreignJob(t *testing.T, opts, script string) string {
+	t.Helper()
+	args := append([]string{"--parsable", "-p", "gpu", "-c", "1", "--mem=100M", "-o", "/dev/null"}, strings.Fields(opts)...)
+	out, err := s.slurmCmd("sbatch", append(args, "--wrap", script)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch outside Gantry: %v: %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (s *slurmEnv) slurmCmd(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+s.conf)
+	return cmd
+}
+
+// logOf returns one stream of one attempt of a job as stored in Gantry's log store.
+func (s *slurmEnv) logOf(id int64, attempt int, stream string) string {
+	s.t.Helper()
+	chunks, err := s.st.LogChunks(s.ctx, store.LogFilter{JobID: id, Attempt: attempt, Stream: stream})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.Write(c.Data)
+	}
+	return b.String()
+}
+
+func describeEvents(evs []models.JobEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		b.WriteString("\n  " + e.FromState + " -> " + e.ToState + " [" + e.Reason + "] " + e.Message)
+	}
+	return b.String()
+}
+
+func (s *slurmEnv) eventsOf(id int64) string {
+	s.t.Helper()
+	evs, err := s.st.JobEvents(s.ctx, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return describeEvents(evs)
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
+}
+
+// The partition's nodes appear as read-only Gantry nodes with their GPUs; a job
+// the scheduler places there runs in Slurm, and Gantry shows it running and
+// succeeded, with the Slurm job in its events, its output in the log store and
+// its allocation charged with the times Slurm accounted.
+func TestSlurmPoolRunsAJob(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		s.tick()
+		node, err := s.st.NodeByName(s.ctx, "hpc.node1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs, _ := s.st.DevicesOfNode(s.ctx, node.ID)
+		if node.State != models.NodeReady || node.Runtime != models.RuntimeSlurm || *node.PoolID != s.pool.ID || node.CPUMilli != 8000 ||
+			len(devs) != 4 || devs[0].Model != "A100-80GB" || devs[2].Model != "L4-24GB" {
+			t.Fatalf("Slurm node %+v with %+v", node, devs)
+		}
+		if _, err := s.svc.SetNodeState(s.ctx, "hpc.node1", models.NodeDraining, "maintenance", time.Now()); !isField(err, "state") {
+			t.Errorf("draining a Slurm node from Gantry: %v, want a state field error", err)
+		}
+		if _, err := s.svc.SetNodeLabels(s.ctx, "hpc.node1", map[string]string{"rack": "a"}); !isField(err, "labels") {
+			t.Errorf("labelling a Slurm node from Gantry: %v, want a labels field error", err)
+		}
+		if _, err := s.svc.SetNodePool(s.ctx, "hpc.node1", ""); !isField(err, "pool") {
+			t.Errorf("moving a Slurm node out of its pool: %v, want a pool field error", err)
+		}
+		if _, err := s.svc.RemoveNode(s.ctx, "hpc.node1", "gone"); !isField(err, "node") {
+			t.Errorf("removing a Slurm node from Gantry: %v, want a node field error", err)
+		}
+		token, _, err := dispatch.CreateJoinToken(s.ctx, s.st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: "impostor", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.svc.Join(s.ctx, agentapi.JoinRequest{JoinToken: token, Name: "hpc.node1", Runtime: agentapi.RuntimeProcess, CPUMilli: 1000, MemoryMiB: 1024})
+		if !isField(err, "name") {
+			t.Errorf("an agent joining as a Slurm node: %v, want a name field error", err)
+		}
+		if n, _ := s.st.NodeByName(s.ctx, "hpc.node1"); n.CredentialHash != "" || n.Runtime != models.RuntimeSlurm {
+			t.Errorf("the refused join changed the Slurm node: %+v", n)
+		}
+
+		j := s.submit("hello", 1, func(j *models.Job) {
+			j.GPUModel, j.Env = "A100-80GB", `{"GREETING":"hello"}`
+			j.Command = `["sh","-c","echo \"$GREETING from $GANTRY_JOB_ID attempt $GANTRY_ATTEMPT on GPU $CUDA_VISIBLE_DEVICES\"; echo warning >&2; sleep 2"]`
+		})
+		s.untilState(j.ID, models.JobRunning)
+		done := s.untilState(j.ID, models.JobSucceeded)
+		if done.ExitCode == nil || *done.ExitCode != 0 || done.Attempt != 1 {
+			t.Errorf("succeeded job: exit %v attempt %d", done.ExitCode, done.Attempt)
+		}
+		rows := s.slurmJobs(j.ID)
+		if len(rows) != 1 {
+			t.Fatalf("Slurm jobs of the job: %+v", rows)
+		}
+		id := rows[0].SlurmJobID
+		wantContains(t, "events", s.eventsOf(j.ID), "attempt 1 submitted to Slurm partition gpu as job "+id,
+			"Slurm job "+id+" run 1 started on node1", "Slurm job "+id+" run 1 ended COMPLETED after", "with exit code 0")
+		s.until("the job's output to be stored", func() bool { return len(s.slurmJobs(j.ID)) == 1 && s.slurmJobs(j.ID)[0].LogsDone })
+		if got := s.logOf(j.ID, 1, agentapi.StreamStdout); got != "hello from "+strconv.FormatInt(j.ID, 10)+" attempt 1 on GPU 0\n" {
+			t.Errorf("stdout %q", got)
+		}
+		if got := s.logOf(j.ID, 1, agentapi.StreamStderr); got != "warning\n" {
+			t.Errorf("stderr %q", got)
+		}
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
+		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil ||
+			allocs[0].EndedAt.Sub(*allocs[0].StartedAt) < 2*time.Second || allocs[0].NodeID != node.ID || allocs[0].GPUMilli != 1000 {
+			t.Errorf("allocation %+v", allocs)
+		}
+
+		// The ledger charges the run like an agent's: 1 GPU for the time Slurm accounted.
+		acc, err := accounting.New(s.st, s.audit, accounting.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate := models.CostRate{Resource: models.ResourceGPU, GPUModel: "A100-80GB", RateMicros: 3_600_000, EffectiveFrom: time.Now().Add(-24 * time.Hour)}
+		if _, err := acc.CreateRate(s.ctx, rate); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := acc.Meter(s.ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := allocs[0].EndedAt.Truncate(time.Second).Sub(allocs[0].StartedAt.Truncate(time.Second))
+		if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
+			t.Errorf("charged %d micro-units for a %s run of 1 GPU at 1000 per GPU-second, want %d (report %+v)", rep.ChargedMicros, ran, want, rep)
+		}
+	})
+}
+
+func isField(err error, field string) bool {
+	var fe *models.FieldError
+	return errors.As(err, &fe) && fe.Field == field
+}
+
+// slurmState is what squeue says of a Slurm job ("" once it left squeue).
+func (s *slurmEnv) slurmState(id string) string {
+	out, _ := s.slurmCmd("squeue", "-h", "-t", "all", "-j", id, "-o", "%T").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// Cancelling a job in Gantry cancels its Slurm job (scancel), running or still
+// waiting in Slurm's queue, and what ran is charged from Slurm's accounting.
+func TestSlurmPoolCancels(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		running := s.submit("long", 2, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["sleep","300"]` })
+		s.untilState(running.ID, models.JobRunning)
+		// Another job Slurm cannot start yet: it waits in Slurm's queue, behind a job
+		// submitted outside Gantry that holds the L4s.
+		holder := s.foreignJob(t, "--qos=production --gres=gpu:l4:2", "sleep 300")
+		s.until("the job outside Gantry to run", func() bool { return s.slurmState(holder) == "RUNNING" })
+		waiting := s.submit("waits", 2, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["true"]` })
+		s.until("the second job to wait in Slurm", func() bool {
+			return strings.Contains(s.job(waiting.ID).PendingReason, "waits: Resources")
+		})
+
+		for _, j := range []*models.Job{running, waiting} {
+			if _, err := s.svc.CancelJob(s.ctx, j.ID, "user:ada", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, j := range []*models.Job{running, waiting} {
+			id := s.slurmJobs(j.ID)[0].SlurmJobID
+			s.until("Slurm job "+id+" to be cancelled", func() bool {
+				st := s.slurmState(id)
+				return st == "CANCELLED" || st == ""
+			})
+			s.until("the end of Slurm job "+id+" to be applied", func() bool { return s.slurmJobs(j.ID)[0].Done })
+			s.wantState(j.ID, models.JobCancelled)
+		}
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, running.ID)
+		if a := allocs[0]; a.State != models.AllocEnded || a.StartedAt == nil || a.EndedAt == nil || !a.EndedAt.After(*a.StartedAt) {
+			t.Errorf("the cancelled run's allocation: %+v", a)
+		}
+		allocs, _ = s.st.AllocationsOfJob(s.ctx, waiting.ID)
+		if a := allocs[0]; a.State != models.AllocEnded || a.StartedAt != nil {
+			t.Errorf("the allocation of the job that never ran: %+v", a)
+		}
+	})
+}
+
+// checkpointing is a job that counts steps, saves its step on USR1 and exits, and
+// once resumed from that checkpoint says so and succeeds.
+const checkpointing = `state="$GANTRY_CHECKPOINT_DIR/state"
+if [ -f "$state" ]; then echo "resumed from $(cat "$state") in attempt $GANTRY_ATTEMPT"; exit 0; fi
+step=0
+trap 'echo "step-$step" > "$state"; echo "checkpointed at step $step"; exit 0' USR1
+touch "$GANTRY_CHECKPOINT_DIR/running"
+while :; do step=$((step + 1)); sleep 0.2; done`
+
+func checkpointingJob(j *models.Job) {
+	cmd, _ := json.Marshal([]string{"bash", "-c", checkpointing})
+	j.GPUModel, j.Command, j.PriorityClass, j.Preemptible = "A100-80GB", string(cmd), "test", true
+}
+
+// A job submitted to Slurm outside Gantry with a higher QOS preempts a Gantry job:
+// Slurm sends USR1 (the job checkpoints), requeues it and runs it again; Gantry
+// follows it through preempting and queued to its next attempt on the same Slurm
+// job, which resumes from the checkpoint, and charges both runs.
+func TestSlurmQOSPreemptionCheckpointsAndRequeues(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		victim := s.submit("victim", 2, checkpointingJob)
+		s.untilState(victim.ID, models.JobRunning)
+		waitFile(t, filepath.Join(s.cfg.CheckpointDir, "", checkpointDirOf(t, s, victim.ID), "running"))
+		time.Sleep(time.Second)
+		s.foreignJob(t, "--qos=production --gres=gpu:a100:2", "sleep 2")
+		s.until("the victim's second attempt to run", func() bool {
+			j := s.job(victim.ID)
+			return j.Attempt == 2 && j.State == models.JobRunning || models.IsTerminal(j.State)
+		})
+		done := s.untilState(victim.ID, models.JobSucceeded)
+		if done.Attempt != 2 || done.Retries != 0 {
+			t.Errorf("victim ended at attempt %d with %d retries used", done.Attempt, done.Retries)
+		}
+		rows := s.slurmJobs(victim.ID)
+		if len(rows) != 1 || rows[0].CurrentAttempt != 2 {
+			t.Fatalf("one Slurm job runs both attempts: %+v", rows)
+		}
+		id := rows[0].SlurmJobID
+		wantContains(t, "events", s.eventsOf(victim.ID), "running -> preempting [preempted] Slurm job "+id+" run 1 ended PREEMPTED",
+			"preempting -> queued [requeued] Slurm requeued job "+id, "queued -> scheduled [requeued] run 2 waits in Slurm as job "+id,
+			"scheduled -> running [started] Slurm job "+id+" run 2 started", "running -> succeeded [succeeded]")
+		s.until("the victim's output to be stored", func() bool { return s.slurmJobs(victim.ID)[0].LogsDone })
+		wantContains(t, "attempt 1's output", s.logOf(victim.ID, 1, agentapi.StreamStdout), "checkpointed at step")
+		wantContains(t, "attempt 2's output", s.logOf(victim.ID, 2, agentapi.StreamStdout), "resumed from step-", "in attempt 2")
+		if got := s.logOf(victim.ID, 2, agentapi.StreamStdout); strings.Contains(got, "checkpointed") {
+			t.Errorf("attempt 2's output repeats attempt 1's: %q", got)
+		}
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, victim.ID)
+		if len(allocs) != 2 || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil || allocs[1].StartedAt == nil || allocs[1].EndedAt == nil ||
+			allocs[1].StartedAt.Before(*allocs[0].EndedAt) {
+			t.Errorf("both runs are charged, one after the other: %+v", allocs)
+		}
+	})
+}
+
+// checkpointDirOf is the job's checkpoint directory's name under checkpoint_dir.
+func checkpointDirOf(t *testing.T, s *slurmEnv, jobID int64) string {
+	t.Helper()
+	return filepath.Base(s.installed().CheckpointPath(jobID))
+}
+
+// installed is the pool's configuration as the server runs it, with this
+// installation's tag.
+func (s *slurmEnv) installed() slurm.Config {
+	s.t.Helper()
+	installation, ok, err := s.st.Setting(s.ctx, "slurm.installation")
+	if err != nil || !ok {
+		s.t.Fatalf("installation tag: %q %v %v", installation, ok, err)
+	}
+	cfg := s.cfg
+	cfg.Installation = installation
+	return cfg
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Gantry's scheduler preempts a job on a Slurm pool for a higher class: Gantry asks
+// the Slurm job to checkpoint (USR1 to its batch script), cancels it after the
+// class's checkpoint grace, and requeues the job, whose next attempt (a new Slurm
+// job) resumes from the checkpoint once the preemptor is done.
+func TestGantryPreemptionOnSlurmCheckpoints(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		storetest.Exec(t, s.dbConf, "UPDATE priority_classes SET checkpoint_grace_sec = 3 WHERE name = 'test'")
+		victim := s.submit("victim", 2, checkpointingJob)
+		s.untilState(victim.ID, models.JobRunning)
+		waitFile(t, filepath.Join(s.cfg.CheckpointDir, checkpointDirOf(t, s, victim.ID), "running"))
+		time.Sleep(time.Second)
+		urgent := s.submit("urgent", 2, func(j *models.Job) {
+			j.GPUModel, j.Command, j.PriorityClass = "A100-80GB", `["sleep","1"]`, "production"
+		})
+		s.untilState(urgent.ID, models.JobSucceeded)
+		done := s.untilState(victim.ID, models.JobSucceeded)
+		if done.Attempt != 2 || done.Retries != 0 {
+			t.Errorf("victim ended at attempt %d with %d retries used", done.Attempt, done.Retries)
+		}
+		rows := s.slurmJobs(victim.ID)
+		if len(rows) != 2 || rows[0].StopReason != agentapi.StopPreempt || rows[0].SignalledAt == nil {
+			t.Fatalf("the first Slurm job was stopped for the preemption, a second runs attempt 2: %+v", rows)
+		}
+		wantContains(t, "events", s.eventsOf(victim.ID), "running -> preempting [preempt] preempted for job", "preempting -> queued [preempted]",
+			"attempt 2 submitted to Slurm partition gpu as job "+rows[1].SlurmJobID)
+		s.until("the victim's output to be stored", func() bool { return s.slurmJobs(victim.ID)[1].LogsDone })
+		wantContains(t, "attempt 1's output", s.logOf(victim.ID, 1, agentapi.StreamStdout), "checkpointed at step")
+		wantContains(t, "attempt 2's output", s.logOf(victim.ID, 2, agentapi.StreamStdout), "resumed from step-", "in attempt 2")
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, victim.ID)
+		if a := allocs[0]; a.StopReason != agentapi.StopPreempt || a.StartedAt == nil || a.EndedAt == nil {
+			t.Errorf("the preempted attempt's allocation: %+v", a)
+		}
+	})
+}
+
+// reconfigure changes the pool's provider configuration, as gantry pool apply does.
+func (s *slurmEnv) reconfigure(mutate func(*slurm.Config)) {
+	s.t.Helper()
+	mutate(&s.cfg)
+	raw, err := json.Marshal(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.pool.ProviderConfig = string(raw)
+	if err := s.st.SaveNodePool(s.ctx, s.pool); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// writeConf writes the test Slurm's slurm.conf to path, with the controller's and
+// the accounting daemon's ports replaced when unreachable is set.
+func (s *slurmEnv) writeConf(path string, unreachable bool) {
+	s.t.Helper()
+	raw, err := os.ReadFile(s.conf)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	for i, l := range lines {
+		if unreachable && (strings.HasPrefix(l, "SlurmctldPort=") || strings.HasPrefix(l, "AccountingStoragePort=")) {
+			k, _, _ := strings.Cut(l, "=")
+			lines[i] = k + "=1"
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Slurm stops answering: the pool's nodes go down with Slurm's words, so nothing new
+// is placed there; its jobs say why nothing moves and keep their last known state.
+// When Slurm answers again the nodes come back, the end a job reached meanwhile is
+// applied, and a job submitted meanwhile runs. Nothing is lost.
+func TestSlurmDownAndBack(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		conf := filepath.Join(t.TempDir(), "slurm.conf")
+		s.writeConf(conf, false)
+		s.reconfigure(func(c *slurm.Config) { c.SlurmConf = conf })
+		first := s.submit("first", 1, func(j *models.Job) { j.Command = `["sh","-c","sleep 8; echo done"]` })
+		s.untilState(first.ID, models.JobRunning)
+		id := s.slurmJobs(first.ID)[0].SlurmJobID
+
+		s.writeConf(conf, true)
+		s.until("the pool's node to go down", func() bool {
+			n, _ := s.st.NodeByName(s.ctx, "hpc.node1")
+			return n.State == models.NodeDown
+		})
+		node, _ := s.st.NodeByName(s.ctx, "hpc.node1")
+		wantContains(t, "the down node's reason", node.StateReason, "Slurm does not answer", "Unable to contact slurm controller")
+		wantContains(t, "the running job's events", s.eventsOf(first.ID), "running -> running [slurm-unreachable] Slurm does not answer",
+			"the job keeps its last known state until Slurm answers again")
+		second := s.submit("second", 1, func(j *models.Job) { j.Command = `["true"]` })
+		for range 5 {
+			s.tick()
+		}
+		s.wantState(first.ID, models.JobRunning)
+		s.wantState(second.ID, models.JobQueued)
+
+		// The first job ends in Slurm while Gantry cannot see it.
+		deadline := time.Now().Add(time.Minute)
+		for st := s.slurmState(id); st == "RUNNING" || st == "COMPLETING"; st = s.slurmState(id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Slurm job %s still %s", id, st)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		s.writeConf(conf, false)
+		s.untilState(first.ID, models.JobSucceeded)
+		s.untilState(second.ID, models.JobSucceeded)
+		if n, _ := s.st.NodeByName(s.ctx, "hpc.node1"); n.State != models.NodeReady {
+			t.Errorf("node after Slurm came back: %s (%s)", n.State, n.StateReason)
+		}
+		wantContains(t, "the first job's events", s.eventsOf(first.ID), "running -> running [slurm-reachable] Slurm answers again",
+			"running -> succeeded [succeeded] Slurm job "+id+" run 1 ended COMPLETED")
+		s.until("the first job's output to be stored", func() bool { return s.slurmJobs(first.ID)[0].LogsDone })
+		if got := s.logOf(first.ID, 1, agentapi.StreamStdout); got != "done\n" {
+			t.Errorf("output of the job that ended while Slurm was unreachable: %q", got)
+		}
+	})
+}
+
+// garbledSbatch answers the first sbatch with output no Slurm prints, after the
+// real sbatch submitted the job: its answer is lost.
+type garbledSbatch struct {
+	slurm.Runner
+	garbled bool
+}
+
+func (g *garbledSbatch) Run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {
+	out, err := g.Runner.Run(ctx, name, args, stdin)
+	if name == "sbatch" && err == nil && !g.garbled {
+		g.garbled = true
+		return []byte("Submitted batch job " + strings.TrimSpace(string(out)) + ", or so\n"), nil
+	}
+	return out, err
+}
+
+// Output the backend cannot read leaves the job waiting with the reason and is
+// retried, without submitting twice; Slurm's refusal fails the job with Slurm's
+// words; a partition Slurm does not know takes the pool's nodes down with why.
+func TestSlurmBadAnswersAndRefusals(t *testing.T) {
+	eachSlurm(t, func(r slurm.Runner) slurm.Runner { return &garbledSbatch{Runner: r} }, func(t *testing.T, s *slurmEnv) {
+		j := s.submit("once", 1, func(j *models.Job) { j.Command = `["true"]` })
+		s.until("the unreadable answer to show on the job", func() bool {
+			return strings.Contains(s.job(j.ID).PendingReason, "cannot parse sbatch output")
+		})
+		wantContains(t, "the waiting job's reason", s.job(j.ID).PendingReason, "waits to be submitted to Slurm partition gpu", "(retrying)")
+		s.untilState(j.ID, models.JobSucceeded)
+		out, err := s.slurmCmd("squeue", "-h", "-t", "all", "-n", s.installed().SlurmName(j.ID, 1), "-o", "%A").Output()
+		if ids := strings.Fields(string(out)); err != nil || len(ids) != 1 || ids[0] != s.slurmJobs(j.ID)[0].SlurmJobID {
+			t.Errorf("Slurm jobs of the attempt: %q, %v; want exactly the one Gantry follows", ids, err)
+		}
+
+		s.reconfigure(func(c *slurm.Config) { c.QOS = map[string]string{"research": "nosuchqos"} })
+		refused := s.submit("refused", 1, func(j *models.Job) { j.Command = `["true"]` })
+		done := s.untilState(refused.ID, models.JobFailed)
+		wantContains(t, "the refused job's reason", s.eventsOf(refused.ID), "scheduled -> failed [slurm-rejected] attempt 1 cannot run on Slurm partition gpu",
+			"rejected by Slurm: Invalid qos specification")
+		if done.StateReason != "slurm-rejected" || len(s.slurmJobs(refused.ID)) != 0 {
+			t.Errorf("refused job: %s, Slurm jobs %+v", done.StateReason, s.slurmJobs(refused.ID))
+		}
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, refused.ID)
+		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt != nil {
+			t.Errorf("the refused job's allocation: %+v", allocs)
+		}
+
+		s.reconfigure(func(c *slurm.Config) { c.Partition = "nosuchpartition" })
+		s.until("the pool's node to go down", func() bool {
+			n, _ := s.st.NodeByName(s.ctx, "hpc.node1")
+			return n.State == models.NodeDown
+		})
+		n, _ := s.st.NodeByName(s.ctx, "hpc.node1")
+		wantContains(t, "the node's reason", n.StateReason, "Slurm refuses the pool's configuration", "nosuchpartition")
+	})
+}
