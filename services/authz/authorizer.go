@@ -23,7 +23,15 @@ type Authorizer struct {
 	mu      sync.Mutex
 	enf     *casbin.SyncedEnforcer
 	version string // of the loaded policy
+	// known remembers permissions computed at version: exact, since the version
+	// changes with every grant and policy change, and a new version starts afresh.
+	known map[permissionKey]Permission
 }
+
+type permissionKey struct{ user, project int64 }
+
+// maxKnown bounds the remembered permissions; past it they start afresh.
+const maxKnown = 10_000
 
 // New returns the authorizer over st, auditing grant changes to log. The policy loads on
 // first use, so a database that is briefly away does not stop the process from starting.
@@ -31,26 +39,48 @@ func New(st *store.Store, log *audit.Log) *Authorizer {
 	return &Authorizer{store: st, audit: log}
 }
 
-// enforcer returns the enforcer, loading the policy first when it changed since the last load.
-func (a *Authorizer) enforcer(ctx context.Context) (*casbin.SyncedEnforcer, error) {
+// enforcer returns the enforcer and its policy version, loading the policy first when
+// it changed since the last load.
+func (a *Authorizer) enforcer(ctx context.Context) (*casbin.SyncedEnforcer, string, error) {
 	version, _, err := a.store.Setting(ctx, versionKey)
 	if err != nil {
-		return nil, fmt.Errorf("authorize: %w", err)
+		return nil, "", fmt.Errorf("authorize: %w", err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.enf != nil && a.version == version {
-		return a.enf, nil
+		return a.enf, version, nil
 	}
 	if a.enf == nil {
 		if err := a.open(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	} else if err := a.enf.LoadPolicy(); err != nil {
-		return nil, fmt.Errorf("reload authorization policy: %w", err)
+		return nil, "", fmt.Errorf("reload authorization policy: %w", err)
 	}
-	a.version = version
-	return a.enf, nil
+	a.version, a.known = version, nil
+	return a.enf, version, nil
+}
+
+// remembered returns the permission computed for key at version, if there is one.
+func (a *Authorizer) remembered(version string, key permissionKey) (Permission, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.known[key]
+	return p, ok && a.version == version
+}
+
+// remember keeps p as the permission of key at version, unless the policy moved on.
+func (a *Authorizer) remember(version string, key permissionKey, p Permission) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.version != version {
+		return
+	}
+	if a.known == nil || len(a.known) >= maxKnown {
+		a.known = map[permissionKey]Permission{}
+	}
+	a.known[key] = p
 }
 
 // open builds the enforcer and adds any default policy line the table lacks.

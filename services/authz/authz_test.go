@@ -162,11 +162,18 @@ func TestGrantChangesReachEveryReplica(t *testing.T) {
 		if p, _ := replica.InProject(ctx, viewer.ID, w.own.ID); p.CanWrite(authz.Jobs) {
 			t.Fatal("viewer may write jobs")
 		}
+		if p, _ := w.az.InProject(ctx, viewer.ID, w.own.ID); p.CanWrite(authz.Jobs) {
+			t.Fatal("viewer may write jobs")
+		}
 		if err := w.az.SetProjectRole(ctx, viewer, w.own, models.RoleMember); err != nil {
 			t.Fatal(err)
 		}
+		// Both asked before: neither may answer from what it worked out then.
 		if p, _ := replica.InProject(ctx, viewer.ID, w.own.ID); !p.CanWrite(authz.Jobs) {
 			t.Fatal("the other replica did not see the promotion")
+		}
+		if p, _ := w.az.InProject(ctx, viewer.ID, w.own.ID); !p.CanWrite(authz.Jobs) || !slices.Contains(p.Roles, models.RoleMember) {
+			t.Fatalf("the replica that promoted answers %v", p.Roles)
 		}
 		if err := w.az.RemoveFromProject(ctx, viewer, w.own); err != nil {
 			t.Fatal(err)
