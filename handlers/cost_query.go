@@ -11,7 +11,6 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
-	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -29,7 +28,8 @@ func (v costView) none() bool { return !v.all && len(v.query.ProjectIDs) == 0 }
 
 // costRequest reads the filters of a cost page or export (defaults: by team, per day,
 // this month so far, every resource) and limits it to what the user may see: every
-// team for a platform-wide cost reader, otherwise the projects where they read cost.
+// team for a platform-wide cost reader, otherwise the projects where they read cost
+// and, for a team lead, every project of their team.
 // A bad filter comes back as a FieldError from the query's validation.
 func (h *Handler) costRequest(c *gin.Context, user *models.User, now time.Time) (costView, error) {
 	f := templates.CostFilter{By: c.DefaultQuery("by", "team"), Bucket: c.DefaultQuery("bucket", "day"),
@@ -39,14 +39,14 @@ func (h *Handler) costRequest(c *gin.Context, user *models.User, now time.Time) 
 		v.query.Resources = []string{f.Resource}
 	}
 	ctx := c.Request.Context()
-	global, err := h.authz.Global(ctx, user.ID)
+	viewer, err := h.costViewer(ctx, user)
 	if err != nil {
 		return v, err
 	}
-	v.all = global.CanRead(authz.Cost)
+	v.all = viewer.all
 	if !v.all {
 		v.query.ChargedOnly = true
-		if v.query.ProjectIDs, v.names, err = h.costProjects(ctx, user.ID); err != nil {
+		if v.query.ProjectIDs, v.names, err = h.costProjects(ctx, viewer); err != nil {
 			return v, err
 		}
 	}
@@ -61,16 +61,16 @@ func (h *Handler) costRequest(c *gin.Context, user *models.User, now time.Time) 
 	return v, nil
 }
 
-// costProjects lists the projects where the user may read cost.
-func (h *Handler) costProjects(ctx context.Context, userID int64) ([]int64, []string, error) {
-	ps, err := h.projectsReading(ctx, userID, authz.Cost)
-	if err != nil {
-		return nil, nil, err
-	}
-	var ids []int64
-	var names []string
-	for _, p := range ps {
-		ids, names = append(ids, p.ID), append(names, p.Name)
+// costProjects lists the projects whose cost v sees, with their names sorted.
+func (h *Handler) costProjects(ctx context.Context, v costViewer) ([]int64, []string, error) {
+	ids := v.projectIDs()
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		p, err := h.store.ProjectByID(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, p.Name)
 	}
 	slices.Sort(names)
 	return ids, names, nil

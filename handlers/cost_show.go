@@ -13,6 +13,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -75,6 +76,10 @@ func (h *Handler) CostShow(c *gin.Context) {
 		for _, l := range lines {
 			*dst = append(*dst, templates.CostLine{Label: l.Label, Amount: accounting.FormatMoney(l.AmountMicros)})
 		}
+	}
+	if err := h.costPanels(c, v, &d); err != nil {
+		h.serverError(c, err)
+		return
 	}
 	if d.Budgets, err = h.costBudgets(c, acc, v, now); err != nil {
 		h.serverError(c, err)
@@ -151,6 +156,40 @@ func costChartAndTable(q accounting.Query, rows []accounting.Row) (templates.Cos
 	t.Total = accounting.FormatMoney(t.Micros)
 	return templates.NewCostChart(buckets, series, amounts), t
 }
+
+// costPanels fills the cost per GPU model and the efficiency panel for what v covers.
+func (h *Handler) costPanels(c *gin.Context, v costView, d *templates.CostData) error {
+	ctx := c.Request.Context()
+	q := v.query
+	q.By, q.Bucket, q.Resources = store.ByGPUModel, "", []string{models.ResourceGPU}
+	rows, err := h.cost.Rollup(ctx, q)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d.GPUModels = append(d.GPUModels, templates.GPUModelLine{Model: r.Label, GPUHours: gpuHours(r.QuantityMilli), Amount: accounting.FormatMoney(r.AmountMicros)})
+	}
+	var projects []int64
+	if !v.all {
+		projects = v.query.ProjectIDs
+	}
+	idle, err := h.gov.IdleCosts(ctx, v.query.From, v.query.To, projects)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, e := range idle {
+		d.Efficiency = append(d.Efficiency, templates.EfficiencyLine{Project: e.Project, GPUCost: accounting.FormatMoney(e.GPUMicros),
+			Measured: accounting.FormatMoney(e.MeasuredMicros), GPUHours: gpuHours(e.GPUMinutes * 1000 / 60), IdlePct: pct(e.IdlePercent()),
+			IdleCost: accounting.FormatMoney(e.IdleMicros)})
+		total += e.IdleMicros
+	}
+	d.IdleTotal = accounting.FormatMoney(total)
+	return nil
+}
+
+// gpuHours writes milli-GPU-hours with one decimal.
+func gpuHours(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', 1, 64) }
 
 // costBudgets is the standing of the budgets of what v covers.
 func (h *Handler) costBudgets(c *gin.Context, acc *accounting.Accounting, v costView, now time.Time) ([]templates.BudgetLine, error) {

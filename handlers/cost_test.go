@@ -18,8 +18,10 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
 // costSite serves the cost routes to whoever as names, on a ledger of egress: detect
@@ -65,7 +67,12 @@ func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, st
 	must(t, err)
 
 	gin.SetMode(gin.ReleaseMode)
-	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Authz: az, Audit: al, Accounting: acc})
+	tel, err := telemetry.New(st, telemetry.Config{})
+	must(t, err)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Log: log, Idle: tel}, governance.Config{})
+	must(t, err)
+	h := handlers.New(st, "test", log, handlers.Services{Authz: az, Audit: al, Accounting: acc, Governance: gov})
 	servers := map[string]*httptest.Server{}
 	for name, u := range users {
 		r := gin.New()

@@ -17,6 +17,7 @@ import (
 type IdleSource interface {
 	JobIdleFor(ctx context.Context, job *models.Job, now, since time.Time, th advice.Thresholds) (time.Duration, error)
 	ProjectIdleRate(ctx context.Context, projectID int64, from, to time.Time, th advice.Thresholds) (idlePct float64, gpuMinutes int64, err error)
+	JobsIdleMinutes(ctx context.Context, jobIDs []int64, from, to time.Time, th advice.Thresholds) (map[int64]store.GPUMinutes, error)
 }
 
 // Stopper asks dispatch to checkpoint and stop a running job through the agent's stop

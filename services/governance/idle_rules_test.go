@@ -95,3 +95,51 @@ func TestJobIdleFiresAfterThreshold(t *testing.T) {
 		}
 	})
 }
+
+// The idle cost of a project is each job's GPU charge times its idle share, from known
+// charges and telemetry: job a (detect) paid 12.00 for 120 GPU-minutes of which 30 were
+// idle (3.00); job b (detect) paid 6.00 without telemetry; job c (speech) paid 6.00 for
+// 60 busy minutes.
+func TestIdleCostsPriceIdleGPUTime(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{})
+		_, err := e.acc.CreateRate(e.ctx, models.CostRate{Resource: models.ResourceGPU, RateMicros: 6_000_000, EffectiveFrom: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+		must(t, err)
+		start := tue.Add(-6 * time.Hour)
+		alloc := func(j *models.Job, uuid string, from, to time.Time) {
+			must(t, s.CreateAllocations(e.ctx, []models.Allocation{{JobID: j.ID, Attempt: 1, NodeID: e.node.ID, Devices: `[{"uuid":"` + uuid + `","milli":1000}]`,
+				State: models.AllocEnded, StartedAt: &from, EndedAt: &to}}))
+		}
+		a := e.job("a", "ada", "detect", models.JobQueued)
+		alloc(a, "g0", start, start.Add(2*time.Hour))
+		b := e.job("b", "ada", "detect", models.JobQueued)
+		alloc(b, "g1", start, start.Add(time.Hour))
+		c := e.job("c", "bob", "speech", models.JobQueued)
+		alloc(c, "g1", start.Add(time.Hour), start.Add(2*time.Hour))
+		_, err = e.acc.Meter(e.ctx, start.Add(3*time.Hour))
+		must(t, err)
+		e.utilMinutes(a, "g0", start, 120, 30)
+		e.utilMinutes(c, "g1", start.Add(time.Hour), 60, 0)
+		e.utilMinutes(a, "g0", start.Add(-24*time.Hour), 10, 10) // the day before: outside the period
+
+		day := start.Truncate(24 * time.Hour)
+		got, err := e.gov.IdleCosts(e.ctx, day, day.AddDate(0, 0, 1), nil)
+		must(t, err)
+		want := []governance.IdleCost{
+			{ProjectID: e.projects["detect"].ID, Project: "detect", GPUMicros: 18_000_000, MeasuredMicros: 12_000_000, IdleMicros: 3_000_000, GPUMinutes: 120, IdleMinutes: 30},
+			{ProjectID: e.projects["speech"].ID, Project: "speech", GPUMicros: 6_000_000, MeasuredMicros: 6_000_000, GPUMinutes: 60},
+		}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("idle costs = %+v, want %+v", got, want)
+		}
+		if pct := got[0].IdlePercent(); pct != 25 {
+			t.Errorf("detect idle = %g%%, want 25%%", pct)
+		}
+		only, err := e.gov.IdleCosts(e.ctx, day, day.AddDate(0, 0, 1), []int64{e.projects["speech"].ID})
+		must(t, err)
+		if len(only) != 1 || only[0].Project != "speech" {
+			t.Errorf("speech's idle cost alone = %+v", only)
+		}
+	})
+}

@@ -338,3 +338,29 @@ func (s *Store) ProjectGPUMinutes(ctx context.Context, projectID int64, from, to
 	}
 	return m, nil
 }
+
+// JobsGPUMinutes counts, per job, the 1-minute telemetry of jobs with from <= at < to,
+// idle when utilisation stayed below idleBelowPct; jobs without any are absent.
+func (s *Store) JobsGPUMinutes(ctx context.Context, jobIDs []int64, from, to time.Time, idleBelowPct float64) (map[int64]GPUMinutes, error) {
+	out := map[int64]GPUMinutes{}
+	for len(jobIDs) > 0 {
+		chunk := jobIDs[:min(len(jobIDs), 500)]
+		jobIDs = jobIDs[len(chunk):]
+		var rows []struct {
+			JobID int64
+			Total int64
+			Idle  int64
+		}
+		err := s.with(ctx).Table("telemetry_samples").
+			Select("job_id, COUNT(*) AS total, COALESCE(SUM(CASE WHEN util_max_pct < ? THEN 1 ELSE 0 END), 0) AS idle", idleBelowPct).
+			Where("job_id IN ? AND resolution = ? AND at >= ? AND at < ? AND reported & ? <> 0", chunk, models.ResolutionMinute, from.UTC(), to.UTC(), models.ReportedUtil).
+			Group("job_id").Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("GPU minutes of %d jobs: %w", len(chunk), err)
+		}
+		for _, r := range rows {
+			out[r.JobID] = GPUMinutes{Total: r.Total, Idle: r.Idle}
+		}
+	}
+	return out, nil
+}

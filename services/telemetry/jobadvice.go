@@ -189,3 +189,10 @@ func (s *Service) RecommendProfile(ctx context.Context, job *models.Job, shapes 
 	rec, ok := advice.Recommend(req, runs, shapes, opt)
 	return rec, ok, nil
 }
+
+// JobsIdleMinutes counts, per job, the GPU-minutes it held from..to and how many of them
+// stayed idle (below th.IdleUtilPct), from 1-minute roll-ups: what the cost page's
+// efficiency panel prices.
+func (s *Service) JobsIdleMinutes(ctx context.Context, jobIDs []int64, from, to time.Time, th advice.Thresholds) (map[int64]store.GPUMinutes, error) {
+	return s.store.JobsGPUMinutes(ctx, jobIDs, from, to, th.IdleUtilPct)
+}
