@@ -31,17 +31,27 @@ func (p *Placer) Plan(snap Snapshot) Plan {
 		}
 		return plan
 	}
-	for _, pl := range sp.Placements {
-		if id, err := strconv.ParseInt(pl.JobID, 10, 64); err == nil {
-			plan.Placements = append(plan.Placements, placementOf(id, pl))
-		}
-	}
+	// The scheduler places a job on the capacity of the jobs it preempts for it, but
+	// they hold it until they stop: such a job waits for them, and a later pass places it.
+	victims := map[string][]string{}
 	for _, pr := range sp.Preemptions {
 		if id, err := strconv.ParseInt(pr.JobID, 10, 64); err == nil {
 			// For is a job of this snapshot's queue, whose ids all came from int64s.
 			forID, _ := strconv.ParseInt(pr.For, 10, 64)
 			plan.Preemptions = append(plan.Preemptions, Preemption{JobID: id, For: forID, Reason: fmt.Sprintf("preempted for job %s: %s", pr.For, pr.Reason)})
+			victims[pr.For] = append(victims[pr.For], pr.JobID)
 		}
+	}
+	for _, pl := range sp.Placements {
+		id, err := strconv.ParseInt(pl.JobID, 10, 64)
+		if err != nil {
+			continue
+		}
+		if vs := victims[pl.JobID]; len(vs) > 0 {
+			plan.Waiting[id] = waitingForVictims(vs)
+			continue
+		}
+		plan.Placements = append(plan.Placements, placementOf(id, pl))
 	}
 	for _, u := range sp.Unplaced {
 		if id, err := strconv.ParseInt(u.JobID, 10, 64); err == nil {
@@ -49,6 +59,14 @@ func (p *Placer) Plan(snap Snapshot) Plan {
 		}
 	}
 	return plan
+}
+
+// waitingForVictims says why a job the scheduler preempted for has not started yet.
+func waitingForVictims(ids []string) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf("waits for job %s to stop: it was preempted for this job and checkpoints first", ids[0])
+	}
+	return fmt.Sprintf("waits for jobs %s to stop: they were preempted for this job and checkpoint first", strings.Join(ids, ", "))
 }
 
 // SchedulerSnapshot is the snapshot as services/scheduler reads it: node, job and GPU

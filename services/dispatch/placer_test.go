@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,7 +87,10 @@ func TestPlacerPreemptsALowerClass(t *testing.T) {
 		high := e.submit("high", 1, func(j *models.Job) { j.PriorityClass = "production" })
 		e.svc.Tick(e.ctx)
 		e.wantState(low.ID, models.JobPreempting)
-		e.wantState(high.ID, models.JobQueued)
+		waiting := e.wantState(high.ID, models.JobQueued)
+		if want := fmt.Sprintf("waits for job %d to stop: it was preempted for this job", low.ID); !strings.Contains(waiting.PendingReason, want) {
+			t.Errorf("the production job waits because %q, want %q", waiting.PendingReason, want)
+		}
 		evs, _ := st.JobEvents(e.ctx, low.ID)
 		if last := evs[len(evs)-1]; !strings.Contains(last.Message, "preempted for job "+strconv.FormatInt(high.ID, 10)) {
 			t.Errorf("preemption event = %+v", last)
