@@ -16,11 +16,12 @@ import (
 type gpuUse struct {
 	device map[string]int64
 	jobs   map[string][]int64
+	mig    map[string]bool // MIG instances held, by UUID
 }
 
 // activeGPUUse reads every active allocation.
 func (h *Handler) activeGPUUse(ctx context.Context) (gpuUse, error) {
-	u := gpuUse{device: map[string]int64{}, jobs: map[string][]int64{}}
+	u := gpuUse{device: map[string]int64{}, jobs: map[string][]int64{}, mig: map[string]bool{}}
 	allocs, err := h.store.ActiveAllocations(ctx, 0)
 	if err != nil {
 		return u, err
@@ -36,6 +37,7 @@ func (h *Handler) activeGPUUse(ctx context.Context) (gpuUse, error) {
 			milli := d.Milli
 			if d.MIGProfile != "" {
 				milli = int64(migSlicesOf(d.MIGProfile)) * 1000 / 7
+				u.mig[d.MIGUUID] = true
 			}
 			u.device[d.UUID] += milli
 			u.jobs[d.UUID] = append(u.jobs[d.UUID], a.JobID)

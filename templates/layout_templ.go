@@ -33,7 +33,7 @@ func Nav() []NavItem {
 		{Section: "home", Label: "Home", Href: "/"},
 		{Section: "jobs", Label: "Jobs", Href: "/jobs"},
 		{Section: "images", Label: "Images", Href: "/images"},
-		{Section: "cluster", Label: "Cluster"},
+		{Section: "cluster", Label: "Cluster", Href: "/cluster"},
 		{Section: "cost", Label: "Cost", Href: "/cost"},
 		{Section: "alerts", Label: "Alerts", Href: "/alerts"},
 		{Section: "feedback", Label: "Feedback", Href: "/feedback"},

@@ -253,6 +253,7 @@ var routeAccess = map[string]string{
 	"GET /admin/audit":                               "audit:read",
 	"GET /admin/audit/export":                        "audit:read",
 	"GET /api/v1/jobs":                               "signed-in",
+	"GET /cluster":                                   "signed-in",
 	"GET /jobs/new":                                  "signed-in",
 	"POST /jobs":                                     "jobs:write",
 	"GET /jobs/:id":                                  "jobs:read",

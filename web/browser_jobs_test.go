@@ -158,6 +158,29 @@ func TestJobsInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=log-output]", "started", 30*time.Second)
+	jobPage, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While it runs, the cluster page shows its GPU held and each GPU's latest reading,
+	// refreshed in place.
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/cluster"), chromedp.WaitVisible("[data-testid=nodes]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#cluster-live", "% busy", 10*time.Second)
+	first := waitText(t, ctx, "#cluster-live", "Newest GPU reading", time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	for waitText(t, ctx, "#cluster-live", "Newest GPU reading", time.Second) == first {
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster page did not refresh its GPU readings")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	browsertest.Screenshot(t, ctx, "cluster")
+	waitText(t, ctx, "#cluster-live", "250/1000 in use", time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#cancel-job"), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/scheduler"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 	"github.com/gantry-gpu/gantry/web"
 )
 
@@ -63,7 +64,11 @@ func buildJobSite(t testing.TB, st *store.Store) *jobSite {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := dispatch.DefaultConfig()
 	cfg.TickInterval, cfg.HeartbeatInterval, cfg.NodeTimeout, cfg.LeaseRecheck = 100*time.Millisecond, 250*time.Millisecond, 5*time.Second, 200*time.Millisecond
-	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Now: time.Now, Log: log}, cfg)
+	tel, err := telemetry.New(st, telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Telemetry: tel, Now: time.Now, Log: log}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,9 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs", SignedIn(), h.JobsAPIIndex},
 
 		// Job pages: the form lists only projects where the user may submit.
+		// The cluster view shows every node and team to anyone signed in; admins act on
+		// nodes from the admin console.
+		{"GET", "/cluster", SignedIn(), h.ClusterShow},
 		{"GET", "/jobs/new", SignedIn(), h.JobNew},
 		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobSubmit},
 		{"GET", "/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShowPage},

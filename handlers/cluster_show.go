@@ -1,0 +1,163 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// readingsWindow is how old a GPU reading may be and still be shown as now.
+const readingsWindow = 2 * time.Minute
+
+// ClusterShow is the cluster page for anyone signed in: nodes by pool with their GPUs
+// (model, health, what holds them, the latest utilisation), capacity in use and free,
+// the queue by priority class and team, and each team's quota use. htmx refreshes the
+// node part every few seconds.
+func (h *Handler) ClusterShow(c *gin.Context) {
+	ctx := c.Request.Context()
+	now := time.Now().UTC()
+	nodes, devs, err := h.fleet(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	devIDs := make([]int64, len(devs))
+	for i, d := range devs {
+		devIDs[i] = d.ID
+	}
+	migs, err := h.store.SlicesOfDevices(ctx, devIDs)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	use, err := h.activeGPUUse(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	readings, err := h.store.LatestGPUReadings(ctx, now.Add(-readingsWindow))
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	pools, err := h.store.NodePools(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d := templates.ClusterData{}
+	latest := map[string]models.TelemetrySample{}
+	var newest time.Time
+	for _, r := range readings {
+		latest[r.DeviceUUID] = r.TelemetrySample
+		if r.At.After(newest) {
+			newest = r.At
+		}
+	}
+	if !newest.IsZero() {
+		d.ReadingsAt = newest.Format(pageTime)
+	}
+	slicesOf := map[int64][]templates.ClusterSlice{}
+	for _, s := range migs {
+		slicesOf[s.DeviceID] = append(slicesOf[s.DeviceID], templates.ClusterSlice{Profile: s.Profile, Used: use.mig[s.UUID]})
+		d.Slices++
+		if !use.mig[s.UUID] {
+			d.SlicesFree++
+		}
+	}
+	gpusOfNode := map[int64][]templates.ClusterGPU{}
+	var total, inUse int64
+	up := map[int64]bool{}
+	for _, n := range nodes {
+		up[n.ID] = n.State == models.NodeReady || n.State == models.NodeDraining || n.State == models.NodeCordoned
+	}
+	for _, dv := range devs {
+		g := templates.ClusterGPU{Index: dv.Index, Model: dv.Model, Memory: mibText(dv.MemoryMiB), Healthy: dv.Healthy, HealthReason: dv.HealthReason,
+			InUseMilli: min(use.device[dv.UUID], 1000), Jobs: use.jobs[dv.UUID], Slices: slicesOf[dv.ID], UtilPct: -1}
+		if r, ok := latest[dv.UUID]; ok && r.Reported&models.ReportedUtil != 0 {
+			g.UtilPct = int(r.UtilPct + 0.5)
+			parts := []string{strconv.Itoa(g.UtilPct) + "% busy"}
+			if r.Reported&models.ReportedMemory != 0 {
+				parts = append(parts, mibText(r.MemUsedMiB)+" used")
+			}
+			if r.Reported&models.ReportedTemperature != 0 {
+				parts = append(parts, strconv.Itoa(int(r.TempC+0.5))+" °C")
+			}
+			g.Reading = strings.Join(parts, ", ")
+		}
+		gpusOfNode[dv.NodeID] = append(gpusOfNode[dv.NodeID], g)
+		if up[dv.NodeID] {
+			total += 1000
+			inUse += g.InUseMilli
+		}
+	}
+	d.GPUs, d.GPUsInUse, d.GPUsFree = gpusOf(total), gpusOf(inUse), gpusOf(total-inUse)
+	byPool := map[int64]*templates.ClusterPool{}
+	var order []int64
+	for _, n := range nodes {
+		var pid int64
+		if n.PoolID != nil {
+			pid = *n.PoolID
+		}
+		if _, ok := byPool[pid]; !ok {
+			p := &templates.ClusterPool{Name: "Nodes in no pool"}
+			for _, pl := range pools {
+				if pl.ID == pid {
+					p.Name, p.Capacity = "Pool "+pl.Name, pl.CapacityType
+				}
+			}
+			byPool[pid] = p
+			order = append(order, pid)
+		}
+		cn := templates.ClusterNode{Name: n.Name, State: n.State, Reason: n.StateReason, Runtime: n.Runtime, Driver: n.DriverVersion,
+			Simulated: n.Simulated, CPU: decimal(float64(n.CPUMilli) / 1000), RAM: mibText(n.MemoryMiB) + " RAM", GPUs: gpusOfNode[n.ID]}
+		if n.LastHeartbeatAt != nil {
+			cn.Heartbeat = ago(now, *n.LastHeartbeatAt)
+		}
+		d.Simulated = d.Simulated || (n.Simulated && len(cn.GPUs) > 0)
+		if n.State == models.NodeReady {
+			d.NodesReady++
+		} else {
+			d.NodesOther++
+		}
+		byPool[pid].Nodes = append(byPool[pid].Nodes, cn)
+	}
+	slices.Sort(order)
+	for _, pid := range order {
+		d.Pools = append(d.Pools, *byPool[pid])
+	}
+	queue, err := h.store.QueueLengths(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	for _, q := range queue {
+		d.Queue = append(d.Queue, templates.ClusterQueue{Class: q.Class, Team: q.Team, Jobs: q.Jobs})
+	}
+	rows, free, err := h.quotas.Overview(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	for _, q := range rows {
+		cq := templates.ClusterQuota{Team: q.Team, Model: modelLabel(q.GPUModel), Nominal: gpusOf(q.NominalMilli), InUse: gpusOf(q.UseMilli)}
+		if q.BorrowedMilli > 0 {
+			cq.Borrowed = gpusOf(q.BorrowedMilli)
+		}
+		if q.NominalMilli > 0 {
+			cq.Percent = int(min(100, q.UseMilli*100/q.NominalMilli))
+		}
+		d.Quotas = append(d.Quotas, cq)
+	}
+	for _, u := range free {
+		d.Quotas = append(d.Quotas, templates.ClusterQuota{Team: u.Team, Model: modelLabel(u.GPUModel), InUse: gpusOf(u.UseMilli), Percent: -1})
+	}
+	render(c, http.StatusOK, templates.Cluster(h.page(c, "Cluster", "cluster"), d))
+}

@@ -1,0 +1,78 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/services/telemetry"
+)
+
+// The cluster page shows anyone signed in every node and GPU with what holds it and its
+// latest reading, simulated GPUs labelled, the queue by class and team, and quota use.
+func TestClusterPage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		olga, _ := s.member("olga")
+		if _, body := s.send(olga, "GET", "/cluster", "", nil); !strings.Contains(body, "No node has joined yet") || !strings.Contains(body, "Nothing waits") {
+			t.Fatalf("cluster page of an empty cluster: %s", body)
+		}
+		node := s.join("gpu-a", "2xA100-80GB")
+		s.join("gpu-m", "1xA100-40GB:mig=3g.20gb+3g.20gb")
+		ada := s.user("ada", "default", models.RoleMember)
+		token := s.csrf(ada, "/jobs/new")
+		f := jobForm(token)
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		f.Set("gpus", "8")
+		f.Set("name", "too-big")
+		s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		s.disp.Tick(ctx)
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 {
+			t.Fatalf("leases = %+v %v", leases, err)
+		}
+		held := leases.Allocations[0].Devices[0].UUID
+		tel, err := telemetry.New(st, telemetry.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		util, mem, temp := 37, int64(12288), 61
+		now := time.Now().UTC()
+		if _, err := tel.Ingest(ctx, now, telemetry.NodeSample{NodeID: node.ID, Jobs: map[string]int64{held: leases.Allocations[0].JobID},
+			Sample: gpu.Sample{Time: now, Devices: []gpu.DeviceSample{{UUID: held, UtilizationPct: &util, MemoryUsedMiB: &mem, TemperatureC: &temp}}}}); err != nil {
+			t.Fatal(err)
+		}
+		team, err := st.TeamByName(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveQuota(ctx, &models.Quota{TeamID: team.ID, GPUModel: "A100-80GB", NominalMilli: 4000}); err != nil {
+			t.Fatal(err)
+		}
+		_, body := s.send(olga, "GET", "/cluster", "", nil)
+		for _, want := range []string{
+			`data-testid="gpus">3<`, `data-testid="gpus-used">1<`, `data-testid="gpus-free">2<`, ">SIMULATED</span>",
+			"gpu-a", "gpu-m", "✓ ready", "GPU 0</span> A100-80GB · 80 GiB", "✓ healthy",
+			`data-testid="util">37% busy, 12 GiB used, 61 °C</span>`, "no reading yet",
+			"3g.20gb", "(free)", "MIG slices free",
+			"<td>research</td><td>default</td><td class=\"num\">1</td>",
+			"A100-80GB</td><td>1 of 4", `hx-trigger="every 5s"`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("cluster page lacks %q", want)
+			}
+		}
+		if t.Failed() {
+			t.Logf("page: %s", body[strings.Index(body, "<main"):])
+		}
+	})
+}
