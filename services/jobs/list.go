@@ -31,7 +31,8 @@ const (
 // which may be large; GET /api/v1/jobs/{id} has those.
 var listColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_memory_mib",
 	"gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
-	"max_retries", "retries", "attempt", "state", "state_reason", "pending_reason", "exit_code", "submitted_at", "started_at", "finished_at"}
+	"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code", "submitted_at",
+	"started_at", "finished_at"}
 
 // briefColumns are what the portal's jobs list shows: half as many columns read.
 var briefColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli",

@@ -114,10 +114,103 @@ func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	var out []ListedJob
-	if err := q.Find(&out).Error; err != nil {
+	if len(f.Columns) == 0 {
+		if err := q.Find(&out).Error; err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		return out, nil
+	}
+	// Named columns are scanned straight into their fields: gorm's reflection per row
+	// was a sixth of a list page's CPU.
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var j ListedJob
+		dest := make([]any, 0, len(f.Columns)+2)
+		for _, c := range f.Columns {
+			p := jobField(&j.Job, c)
+			if p == nil {
+				return nil, fmt.Errorf("list jobs: no field for column %q", c)
+			}
+			dest = append(dest, p)
+		}
+		if err := rows.Scan(append(dest, &j.ProjectName, &j.Username)...); err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil
+}
+
+// jobField is where column col of a jobs row goes in j; nil for a column lists do not read.
+func jobField(j *models.Job, col string) any {
+	switch col {
+	case "id":
+		return &j.ID
+	case "name":
+		return &j.Name
+	case "project_id":
+		return &j.ProjectID
+	case "user_id":
+		return &j.UserID
+	case "image_id":
+		return &j.ImageID
+	case "image_ref":
+		return &j.ImageRef
+	case "gpus":
+		return &j.GPUs
+	case "gpu_milli":
+		return &j.GPUMilli
+	case "gpu_memory_mib":
+		return &j.GPUMemoryMiB
+	case "gpu_model":
+		return &j.GPUModel
+	case "mig_profile":
+		return &j.MIGProfile
+	case "cpu_milli":
+		return &j.CPUMilli
+	case "memory_mib":
+		return &j.MemoryMiB
+	case "scratch_mib":
+		return &j.ScratchMiB
+	case "priority_class":
+		return &j.PriorityClass
+	case "preemptible":
+		return &j.Preemptible
+	case "spot":
+		return &j.Spot
+	case "replicas":
+		return &j.Replicas
+	case "max_retries":
+		return &j.MaxRetries
+	case "retries":
+		return &j.Retries
+	case "attempt":
+		return &j.Attempt
+	case "state":
+		return &j.State
+	case "state_reason":
+		return &j.StateReason
+	case "pending_reason":
+		return &j.PendingReason
+	case "exit_code":
+		return &j.ExitCode
+	case "expected_run_sec":
+		return &j.ExpectedRunSec
+	case "submitted_at":
+		return &j.SubmittedAt
+	case "started_at":
+		return &j.StartedAt
+	case "finished_at":
+		return &j.FinishedAt
+	}
+	return nil
 }
 
 func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {

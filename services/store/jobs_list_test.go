@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -227,6 +228,57 @@ func TestJobsListUsesIndexes(t *testing.T) {
 					break
 				}
 			}
+		}
+	})
+}
+
+// A list that names its columns reads exactly those, each into its field, and leaves
+// the others zero.
+func TestListedJobsReadNamedColumns(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		w := newJobsWorld(t, s)
+		j := &models.Job{Name: "full", ProjectID: w.projects[1], UserID: w.users[1], ImageID: &w.image, ImageRef: "nvcr.io/nvidia/pytorch:24.07-py3",
+			Command: `["python"]`, Env: `{"A":"1"}`, GPUs: 2, GPUMemoryMiB: 40960, GPUModel: "A100", CPUMilli: 8000, MemoryMiB: 65536,
+			ScratchMiB: 1024, PriorityClass: "research", Preemptible: true, Spot: true, Replicas: 2, MaxRetries: 3, ExpectedRunSec: 3600,
+			SubmittedAt: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+		if err := s.CreateJob(ctx, j, "test"); err != nil {
+			t.Fatal(err)
+		}
+		code, retries := 3, 1
+		for _, tr := range []store.Transition{
+			{From: models.JobQueued, To: models.JobScheduled, Attempt: 1},
+			{From: models.JobScheduled, To: models.JobRunning},
+			{From: models.JobRunning, To: models.JobFailed, Reason: "exit 3", ExitCode: &code, Retries: &retries},
+		} {
+			if err := s.TransitionJob(ctx, j.ID, tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		full, err := s.JobByID(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_memory_mib",
+			"gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
+			"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code",
+			"submitted_at", "started_at", "finished_at"}
+		got, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: cols, Limit: 1})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("listed = %v, %v", got, err)
+		}
+		want := *full
+		want.Command, want.Env, want.LastCheckpointAt, want.CreatedAt, want.UpdatedAt = "", "", nil, time.Time{}, time.Time{}
+		if !reflect.DeepEqual(got[0].Job, want) || got[0].ProjectName != "segment" || got[0].Username != "grace" {
+			t.Fatalf("listed\n %+v\nwant\n %+v", got[0], want)
+		}
+		brief, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"id", "state"}, Limit: 1})
+		if err != nil || brief[0].ID != j.ID || brief[0].State != models.JobFailed || brief[0].Name != "" || brief[0].ExitCode != nil || brief[0].ProjectName != "segment" {
+			t.Fatalf("two columns = %+v, %v", brief, err)
+		}
+		if _, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"command"}}); err == nil {
+			t.Error("a column lists do not read was read")
 		}
 	})
 }
