@@ -9,6 +9,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/classes"
 	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
@@ -39,6 +40,7 @@ type Handler struct {
 	// telemetry reads GPU history, job metrics and hints for the job pages.
 	telemetry *telemetry.Service
 	quotas    *quotas.Service
+	classes   *classes.Service
 	cost      *accounting.Accounting
 	gov       *governance.Service
 	// secureCookies marks cookies Secure even on plain HTTP: Gantry sits behind a TLS proxy.
@@ -65,6 +67,8 @@ type Services struct {
 	Telemetry *telemetry.Service
 	// Quotas keeps the teams' quotas.
 	Quotas *quotas.Service
+	// Classes keeps the priority classes.
+	Classes *classes.Service
 	// Accounting and Governance serve the cost, budget, rule and alert pages.
 	Accounting *accounting.Accounting
 	Governance *governance.Service
@@ -89,6 +93,7 @@ func New(st *store.Store, version string, log *slog.Logger, svc Services) *Handl
 		feedback:      svc.Feedback,
 		dir:           svc.Directory,
 		quotas:        svc.Quotas,
+		classes:       svc.Classes,
 		telemetry:     svc.Telemetry,
 		cost:          svc.Accounting,
 		gov:           svc.Governance,

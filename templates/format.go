@@ -67,3 +67,10 @@ func gpuCount(n string) string {
 	}
 	return n + " GPUs"
 }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/classes"
 	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/feedback"
@@ -106,6 +107,7 @@ func NewRouter(cfg Config) http.Handler {
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		Telemetry:     cfg.Telemetry,
 		Quotas:        quotas.New(cfg.Store, al),
+		Classes:       classes.New(cfg.Store, al),
 		Accounting:    acc,
 		Governance:    gov,
 		SecureCookies: cfg.SecureCookies,

@@ -162,10 +162,7 @@ func configuredScheduler(ctx context.Context, st *store.Store) (*scheduler.Sched
 		return nil, err
 	}
 	if len(classes) > 0 {
-		cfg.Classes = nil
-		for _, c := range classes {
-			cfg.Classes = append(cfg.Classes, scheduler.PriorityClass{Name: c.Name, Weight: float64(c.Weight)})
-		}
+		cfg.Classes = dispatch.SchedulerClasses(classes)
 	}
 	return scheduler.New(cfg)
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // Run loops until ctx ends: mark silent nodes lost, stop what runs on drained
-// nodes past their deadline, then schedule. It runs every
+// nodes past their deadline, fail jobs past their class's maximum run time, then
+// schedule. It runs every
 // TickInterval and as soon as Kick is called.
 func (s *Service) Run(ctx context.Context) {
 	// A replica that just took over judges nodes only a timeout after it started
@@ -32,6 +33,9 @@ func (s *Service) Tick(ctx context.Context) {
 	}
 	if err := s.stopDrainedNodes(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("drain check failed", "err", err)
+	}
+	if err := s.stopOverrunning(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("run time check failed", "err", err)
 	}
 	if _, err := s.schedule(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("scheduling pass failed", "err", err)

@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -13,18 +15,62 @@ import (
 
 // Placer is the Scheduler that production runs: it hands services/scheduler the
 // snapshot (nodes, what runs, the queue) for one full cycle (class order, ageing,
-// fair share, gangs, backfill, preemption) and turns its plan into dispatch's.
+// fair share, gangs, backfill, preemption) and turns its plan into dispatch's. The
+// priority classes are the snapshot's, so an admin's change holds from the next pass.
 type Placer struct {
-	sched *scheduler.Scheduler
+	base scheduler.Config
+	mu   sync.Mutex
+	// sched is the scheduler for the classes of the last snapshot, keyed by them.
+	sched   *scheduler.Scheduler
+	classes string
 }
 
-// NewPlacer returns a Placer over s.
-func NewPlacer(s *scheduler.Scheduler) *Placer { return &Placer{sched: s} }
+// NewPlacer returns a Placer over s; snapshots' priority classes replace its own.
+func NewPlacer(s *scheduler.Scheduler) *Placer { return &Placer{base: s.Config(), sched: s} }
+
+// scheduler returns the scheduler for the snapshot's priority classes.
+func (p *Placer) scheduler(classes []models.PriorityClass) (*scheduler.Scheduler, error) {
+	if len(classes) == 0 {
+		return p.sched, nil
+	}
+	sc := SchedulerClasses(classes)
+	key := fmt.Sprint(sc)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key == p.classes {
+		return p.sched, nil
+	}
+	cfg := p.base
+	cfg.Classes = sc
+	if !slices.ContainsFunc(sc, func(c scheduler.PriorityClass) bool { return c.Name == cfg.DefaultClass }) {
+		// Jobs always name their class; the default only has to be one of them.
+		cfg.DefaultClass = sc[len(sc)-1].Name
+	}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.sched, p.classes = s, key
+	return s, nil
+}
+
+// SchedulerClasses are the database's priority classes as the scheduler reads them.
+func SchedulerClasses(classes []models.PriorityClass) []scheduler.PriorityClass {
+	out := make([]scheduler.PriorityClass, len(classes))
+	for i, c := range classes {
+		out[i] = scheduler.PriorityClass{Name: c.Name, Weight: float64(c.Weight), CanPreempt: c.CanPreempt}
+	}
+	return out
+}
 
 // Plan places what fits, preempts what the scheduler chose, and says why the rest waits.
 func (p *Placer) Plan(snap Snapshot) Plan {
 	plan := Plan{Waiting: map[int64]string{}}
-	sp, err := p.sched.Schedule(SchedulerSnapshot(snap))
+	sched, err := p.scheduler(snap.Classes)
+	var sp scheduler.Plan
+	if err == nil {
+		sp, err = sched.Schedule(SchedulerSnapshot(snap))
+	}
 	if err != nil {
 		for _, j := range snap.Queue {
 			plan.Waiting[j.ID] = "the scheduler cannot read the cluster's state: " + err.Error()

@@ -33,6 +33,8 @@ type Snapshot struct {
 	Quotas []Quota
 	// Usage is the teams' past use, for fair share: what ended in the last four weeks.
 	Usage []Usage
+	// Classes are the priority classes in force, highest weight first.
+	Classes []models.PriorityClass
 }
 
 // Quota is a team's GPU quota for one model ("" for any), in milli-GPU; a nil limit is
@@ -134,7 +136,7 @@ func (s *Service) snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 // addCluster fills in the ready nodes, what runs on them, the teams of projects, their
-// quotas and their usage history.
+// quotas and usage history, and the priority classes.
 func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	nodes, err := s.store.NodesInStates(ctx, []string{models.NodeReady})
 	if err != nil {
@@ -170,7 +172,10 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	if err := s.addQuotas(ctx, snap, teams); err != nil {
 		return err
 	}
-	snap.Usage, err = s.usage.history(ctx, s.store, snap.Now, teams)
+	if snap.Usage, err = s.usage.history(ctx, s.store, snap.Now, teams); err != nil {
+		return err
+	}
+	snap.Classes, err = s.store.PriorityClasses(ctx)
 	return err
 }
 

@@ -7,11 +7,12 @@ import (
 )
 
 // PriorityClass is a named class. A higher Weight runs first, whatever the waiting time
-// or fair share of jobs in lower classes, and may preempt preemptible jobs of a lower
-// Weight, never of an equal or higher one.
+// or fair share of jobs in lower classes. A class that CanPreempt may evict preemptible
+// jobs of a lower Weight, never of an equal or higher one.
 type PriorityClass struct {
-	Name   string
-	Weight float64
+	Name       string
+	Weight     float64
+	CanPreempt bool
 }
 
 // Config holds the scheduler's tunables. DefaultConfig is what production runs.
@@ -64,9 +65,9 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Classes: []PriorityClass{
-			{Name: "production", Weight: 3000},
-			{Name: "research", Weight: 2000},
-			{Name: "test", Weight: 1000},
+			{Name: "production", Weight: 3000, CanPreempt: true},
+			{Name: "research", Weight: 2000, CanPreempt: true},
+			{Name: "test", Weight: 1000, CanPreempt: true},
 		},
 		DefaultClass:      "research",
 		AgeWeight:         400,

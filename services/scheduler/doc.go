@@ -57,8 +57,8 @@
 // recent usage against its share of the nominal quotas). Quotas follow Kueue's
 // ClusterQueue and cohort model: per team and GPU model (or AnyModel) a nominal amount,
 // a borrowing limit and a lending limit; admission checks them per option, so a job goes
-// to a model its team may still use. A job that
-// does not fit may preempt preemptible jobs of strictly lower classes only: per replica
+// to a model its team may still use. A job of a class that may preempt and
+// does not fit may evict preemptible jobs of strictly lower classes only: per replica
 // the cheapest minimal set (borrowed capacity first, then fewest GPUs, then least progress
 // since the last checkpoint). The first job blocked for lack of capacity reserves the
 // nodes where running jobs end soonest; later jobs start elsewhere, or on those nodes only

@@ -50,7 +50,7 @@ func (s *Scheduler) Schedule(snap Snapshot) (Plan, error) {
 			// Short enough to be done before the head's reserved start: it may use the held nodes.
 			p, ok, _ = s.place(c, &j, anywhere())
 		}
-		if !ok && s.cfg.Preemption && r.class.Weight > lowest {
+		if !ok && s.cfg.Preemption && r.class.CanPreempt && r.class.Weight > lowest {
 			var victims []*victim
 			if p, victims, ok = s.preempt(c, &j, r.class, lim); ok {
 				for _, v := range victims {

@@ -347,3 +347,34 @@ func TestScheduleRejectsInconsistentSnapshots(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A class that may not preempt waits, even for a preemptible job of a lower class.
+func TestClassThatMayNotPreemptWaits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Classes[1].CanPreempt = false // research
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := Snapshot{
+		Now:   time.Unix(1_700_000_000, 0).UTC(),
+		Nodes: []Node{{ID: "n1", CPUMilli: 8000, RAMMiB: 32768, GPUs: []GPU{{Index: 0, UUID: "g0", Model: "L4", MemoryMiB: 24576}}}},
+		Running: []Allocation{{
+			Job:       Job{ID: "low", Team: "a", Request: Request{GPUs: 1, Replicas: 1, Class: "test", Preemptible: true}},
+			Replica:   ReplicaPlacement{NodeID: "n1", Devices: []DeviceAssignment{{GPUIndex: 0, UUID: "g0", Model: "L4", Milli: 1000, MemoryMiB: 24576}}},
+			StartTime: time.Unix(1_699_999_000, 0).UTC(),
+		}},
+		Pending: []Job{{ID: "mid", Team: "b", SubmitTime: time.Unix(1_699_999_500, 0).UTC(), Request: Request{GPUs: 1, Replicas: 1, Class: "research"}}},
+	}
+	plan, err := s.Schedule(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Preemptions) != 0 || len(plan.Placements) != 0 {
+		t.Fatalf("research preempted without the right: %+v", plan)
+	}
+	snap.Pending[0].Request.Class = "production"
+	if plan, _ = s.Schedule(snap); len(plan.Preemptions) != 1 || plan.Preemptions[0].JobID != "low" {
+		t.Fatalf("production, which may preempt, did not: %+v", plan)
+	}
+}

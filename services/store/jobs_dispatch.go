@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -37,4 +38,17 @@ func (s *Store) SetPendingReason(ctx context.Context, id int64, reason string) e
 		return fmt.Errorf("set pending reason of job %d: %w", id, err)
 	}
 	return nil
+}
+
+// JobsRunningSince returns the ids of running jobs of a priority class whose current
+// attempt started before before, for the class's maximum run time.
+func (s *Store) JobsRunningSince(ctx context.Context, class string, before time.Time) ([]int64, error) {
+	var ids []int64
+	err := s.with(ctx).Raw(`SELECT DISTINCT j.id FROM jobs j JOIN allocations a ON a.job_id = j.id AND a.attempt = j.attempt
+		WHERE j.state = ? AND j.priority_class = ? AND a.state <> ? AND a.started_at < ? ORDER BY j.id`,
+		models.JobRunning, class, models.AllocEnded, before.UTC()).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("jobs of class %s running since before %s: %w", class, before.Format(time.RFC3339), err)
+	}
+	return ids, nil
 }
