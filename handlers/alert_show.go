@@ -79,7 +79,7 @@ func (h *Handler) alertData(c *gin.Context) (templates.AlertData, *models.Alert,
 		return templates.AlertData{}, nil, false
 	}
 	d.CanManage = v.manages(sub)
-	if rec, ok := governance.Action(*a); ok && d.CanManage && !rec.DryRun && rec.RevertedAt == nil && len(rec.Jobs) > 0 {
+	if rec, ok := governance.Action(*a); ok && d.CanManage && !rec.DryRun && rec.RevertedAt == nil && len(rec.Jobs) > 0 && rec.Kind != governance.ActionRelease {
 		d.CanRevert = true
 	}
 	return d, a, true

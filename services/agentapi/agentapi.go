@@ -50,6 +50,9 @@ const (
 	StopGovernance = "governance"
 	// StopReplica: another replica of the same gang attempt failed or was lost.
 	StopReplica = "replica"
+	// StopRelease: a governance rule gives an idle job's GPUs back to the pool; the job
+	// checkpoints and goes back to the queue.
+	StopRelease = "release"
 	// StopReclaim: the node's provider reclaims it (a spot interruption); the job
 	// checkpoints within the notice and resumes elsewhere.
 	StopReclaim = "reclaim"

@@ -153,7 +153,8 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 // checkpoints reports whether a stop for reason gives the job time to save a
 // checkpoint: it will resume. A cancelled job, or a replica whose gang failed, will not.
 func checkpoints(reason string) bool {
-	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance || reason == agentapi.StopReclaim
+	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance || reason == agentapi.StopReclaim ||
+		reason == agentapi.StopRelease
 }
 
 func stopMessage(reason string) string {
@@ -168,6 +169,8 @@ func stopMessage(reason string) string {
 		return "another replica of this attempt failed"
 	case agentapi.StopGovernance:
 		return "a governance rule stopped the job; it is held until released, then resumes from its checkpoint"
+	case agentapi.StopRelease:
+		return "a governance rule releases this idle job's GPUs; it goes back to the queue and resumes from its checkpoint"
 	case agentapi.StopReclaim:
 		return "the node's provider reclaims it (spot interruption); the job will resume elsewhere from its checkpoint"
 	}

@@ -60,6 +60,8 @@ func (s *Service) settle(ctx context.Context, tx *store.Store, jobID int64, atte
 			reason, msg = "drained", fmt.Sprintf("attempt %d stopped because its node drains; the job waits to resume from its checkpoint", attempt)
 		case agentapi.StopGovernance:
 			reason, msg = "governance", fmt.Sprintf("attempt %d was stopped by a governance rule", attempt)
+		case agentapi.StopRelease:
+			reason, msg = "released", fmt.Sprintf("attempt %d was stopped by a governance rule to give its idle GPUs back; the job waits to resume from its checkpoint", attempt)
 		case agentapi.StopReclaim:
 			reason, msg = "reclaimed", fmt.Sprintf("attempt %d stopped because its spot node is reclaimed; the job waits to resume from its checkpoint elsewhere", attempt)
 		}

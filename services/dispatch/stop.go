@@ -53,20 +53,32 @@ func (s *Service) stopAttempt(ctx context.Context, tx *store.Store, job *models.
 // until someone releases it, to resume from its checkpoint. It implements
 // governance.Stopper; the actor of ctx is audited.
 func (s *Service) CheckpointAndStop(ctx context.Context, jobID int64, reason string) error {
+	return s.governanceStop(ctx, jobID, agentapi.StopGovernance, "job.stopped", reason)
+}
+
+// CheckpointAndRelease stops a running job for a governance rule as CheckpointAndStop
+// does, but the job goes back to the queue rather than being held: its GPUs return to
+// the pool now, and it resumes from its checkpoint when it is scheduled again. It
+// implements governance.Stopper; the actor of ctx is audited.
+func (s *Service) CheckpointAndRelease(ctx context.Context, jobID int64, reason string) error {
+	return s.governanceStop(ctx, jobID, agentapi.StopRelease, "job.released", reason)
+}
+
+func (s *Service) governanceStop(ctx context.Context, jobID int64, stopReason, action, reason string) error {
 	var touched []int64
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		job, err := tx.JobByID(ctx, jobID)
 		if err != nil {
 			return err
 		}
-		if touched, err = s.stopAttempt(ctx, tx, job, agentapi.StopGovernance, reason); err != nil {
+		if touched, err = s.stopAttempt(ctx, tx, job, stopReason, reason); err != nil {
 			return err
 		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.stopped", ObjectType: "job", ObjectID: strconv.FormatInt(jobID, 10),
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "job", ObjectID: strconv.FormatInt(jobID, 10),
 			ProjectID: &job.ProjectID, Detail: map[string]string{"reason": reason}})
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint and stop job %d: %w", jobID, err)
+		return fmt.Errorf("checkpoint and %s job %d: %w", stopReason, jobID, err)
 	}
 	s.nodes.notify(touched...)
 	return nil

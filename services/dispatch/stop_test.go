@@ -118,6 +118,38 @@ func TestDrainStopsAtTheDeadline(t *testing.T) {
 	})
 }
 
+// A governance release checkpoints the job and requeues it, its GPU free again: it
+// resumes on its next attempt without spending a retry or waiting for a person.
+func TestGovernanceReleaseRequeuesTheJob(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "1xL4-24GB")
+		j := e.submit("idle", 1)
+		e.svc.Tick(e.ctx)
+		ref := agentapi.AttemptRef{JobID: j.ID, Attempt: 1}
+		e.mustReport(n, ref, agentapi.EventStarted, nil)
+		if err := e.svc.CheckpointAndRelease(e.ctx, j.ID, "GPU idle for 2h"); err != nil {
+			t.Fatal(err)
+		}
+		l := e.leases(n).Allocations
+		if len(l) != 1 || l[0].Stop == nil || l[0].Stop.Reason != agentapi.StopRelease || l[0].Stop.GraceMS != 120000 {
+			t.Fatalf("lease = %+v", l)
+		}
+		e.mustReport(n, ref, agentapi.EventExited, code(0))
+		if got := e.wantState(j.ID, models.JobQueued); got.Retries != 0 || got.StateReason != "released" {
+			t.Fatalf("released job = %s (%s), %d retries; want queued as released, no retry spent", got.State, got.StateReason, got.Retries)
+		}
+		e.svc.Tick(e.ctx)
+		if got := e.wantState(j.ID, models.JobScheduled); got.Attempt != 2 {
+			t.Fatalf("released job = attempt %d, want 2", got.Attempt)
+		}
+		if !slices.Contains(e.auditActions(), "job.released") {
+			t.Error("governance release not audited")
+		}
+	})
+}
+
 // A governance stop checkpoints the job and holds it; released, it runs again.
 func TestGovernanceStopHoldsTheJob(t *testing.T) {
 	t.Parallel()

@@ -59,7 +59,9 @@ func (s *Service) act(ctx context.Context, r models.AlertRule, a *models.Alert, 
 	case ActionLowerPriority:
 		err = s.lowerPriority(ctx, f, reason, &rec)
 	case ActionStop:
-		err = s.stop(ctx, f.jobID, reason, &rec)
+		err = s.stop(ctx, f.jobID, reason, false, &rec)
+	case ActionRelease:
+		err = s.stop(ctx, f.jobID, reason, true, &rec)
 	default:
 		err = fmt.Errorf("unknown action %q", r.Action)
 	}
@@ -180,8 +182,9 @@ func (s *Service) lowerPriority(ctx context.Context, f finding, reason string, r
 	return nil
 }
 
-// stop asks dispatch to checkpoint and stop the job and hold it.
-func (s *Service) stop(ctx context.Context, jobID int64, reason string, rec *ActionRecord) error {
+// stop asks dispatch to checkpoint and stop the job, and to hold it or, releasing its
+// GPUs, to requeue it.
+func (s *Service) stop(ctx context.Context, jobID int64, reason string, release bool, rec *ActionRecord) error {
 	j, err := s.store.JobByID(ctx, jobID)
 	if err != nil {
 		return err
@@ -190,15 +193,19 @@ func (s *Service) stop(ctx context.Context, jobID int64, reason string, rec *Act
 		rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) is %s, not running: left alone", j.Name, j.ID, j.State))
 		return nil
 	}
+	to, do := models.JobHeld, func() error { return s.stopper.CheckpointAndStop(ctx, j.ID, reason) }
+	if release {
+		to, do = models.JobQueued, func() error { return s.stopper.CheckpointAndRelease(ctx, j.ID, reason) }
+	}
 	if !rec.DryRun {
 		if s.stopper == nil {
 			return errors.New("no stopper is configured: this server cannot stop jobs")
 		}
-		if err := s.stopper.CheckpointAndStop(ctx, j.ID, reason); err != nil {
+		if err := do(); err != nil {
 			return fmt.Errorf("checkpoint and stop job %d: %w", j.ID, err)
 		}
 	}
-	rec.Jobs = append(rec.Jobs, JobChange{JobID: j.ID, Name: j.Name, From: models.JobRunning, To: models.JobHeld})
+	rec.Jobs = append(rec.Jobs, JobChange{JobID: j.ID, Name: j.Name, From: models.JobRunning, To: to})
 	return nil
 }
 
@@ -216,6 +223,8 @@ func (s *Service) Revert(ctx context.Context, id int64, now time.Time) (*models.
 		return nil, models.Invalid("alert", "alert #%d took no action", id)
 	case rec.DryRun:
 		return nil, models.Invalid("alert", "alert #%d only dry-ran its action: there is nothing to revert", id)
+	case rec.Kind == ActionRelease:
+		return nil, models.Invalid("alert", "a release undoes itself: the job went back to the queue and resumes from its checkpoint once GPUs are free")
 	case rec.RevertedAt != nil:
 		return nil, models.Invalid("alert", "the action of alert #%d was reverted at %s by %s", id, rec.RevertedAt.Format(time.RFC3339), rec.RevertedBy)
 	}

@@ -173,6 +173,24 @@ func TestIdleJobActions(t *testing.T) {
 		if st, _ := e.state(stopped); st != "queued" {
 			t.Errorf("after revert the stopped job is %s, want queued to resume from its checkpoint", st)
 		}
+
+		rule.Action = "release"
+		e.rule(rule)
+		released := idle("released")
+		rep = e.evaluate(now)
+		if len(rep.Raised) != 1 || len(e.stopper.calls) != 2 || !strings.HasPrefix(e.stopper.calls[1], "release "+fmt0(released.ID)+": alert #") {
+			t.Fatalf("release raised %+v, stopper calls %v", rep.Raised, e.stopper.calls)
+		}
+		if st, _ := e.state(released); st != "queued" {
+			t.Errorf("released job is %s, want queued: its GPUs are free and it resumes from its checkpoint", st)
+		}
+		if rec, ok := governance.Action(rep.Raised[0]); !ok || rec.Kind != "release" || len(rec.Jobs) != 1 || rec.Jobs[0].To != "queued" {
+			t.Errorf("release recorded as %+v", rec)
+		}
+		var fe *models.FieldError
+		if _, err := e.gov.Revert(e.ctx, rep.Raised[0].ID, now); !errors.As(err, &fe) || !strings.Contains(fe.Message, "a release undoes itself") {
+			t.Errorf("revert of a release: %v", err)
+		}
 	})
 }
 

@@ -1,7 +1,7 @@
 // Package governance watches cost and utilisation with admin-editable rules, raises
 // alerts with their evidence, notifies channels (Slack-compatible webhooks, e-mail over
 // SMTP), and can act: hold pending jobs, lower a job's priority, or ask dispatch to
-// checkpoint and stop an idle job. Every action has a dry-run mode, is recorded on its
+// checkpoint and stop an idle job (held) or release its GPUs (requeued). Every action has a dry-run mode, is recorded on its
 // alert with the rule and evidence, audited, and reversible.
 //
 // The loop of the leader replica calls Evaluate on a schedule (and handlers on demand)

@@ -291,6 +291,20 @@ func (st *stopper) CheckpointAndStop(ctx context.Context, jobID int64, reason st
 	return nil
 }
 
+// CheckpointAndRelease does what dispatch does on a release: the job goes to preempting,
+// its agent checkpoints and stops it, and it is requeued.
+func (st *stopper) CheckpointAndRelease(ctx context.Context, jobID int64, reason string) error {
+	st.mu.Lock()
+	st.calls = append(st.calls, fmt.Sprintf("release %d: %s", jobID, reason))
+	st.mu.Unlock()
+	for _, step := range [][2]string{{models.JobRunning, models.JobPreempting}, {models.JobPreempting, models.JobQueued}} {
+		if err := st.s.TransitionJob(ctx, jobID, store.Transition{From: step[0], To: step[1], Reason: "released", Actor: "dispatch"}); err != nil {
+			return errors.Join(errors.New("release job"), err)
+		}
+	}
+	return nil
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -21,11 +21,13 @@ type IdleSource interface {
 }
 
 // Stopper asks dispatch to checkpoint and stop a running job through the agent's stop
-// protocol (reason "governance", the grace period of its priority class) and, once it
-// has stopped, to leave it held rather than requeue it: releasing the hold (by hand, or
-// by reverting the action) lets it resume from its checkpoint.
+// protocol (the grace period of its priority class). After CheckpointAndStop the job
+// is held rather than requeued: releasing the hold (by hand, or by reverting the
+// action) lets it resume from its checkpoint. After CheckpointAndRelease it goes back
+// to the queue at once, its GPUs free for others meanwhile.
 type Stopper interface {
 	CheckpointAndStop(ctx context.Context, jobID int64, reason string) error
+	CheckpointAndRelease(ctx context.Context, jobID int64, reason string) error
 }
 
 // Sender delivers one message through one channel; the context carries the deadline.

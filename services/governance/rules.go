@@ -29,6 +29,8 @@ const (
 	ActionHold          = "hold"
 	ActionLowerPriority = "lower-priority"
 	ActionStop          = "stop"
+	// ActionRelease gives an idle job's GPUs back to the pool: checkpoint, stop, requeue.
+	ActionRelease = "release"
 )
 
 // Scopes of alerts: what a rule's subject is.
@@ -61,7 +63,7 @@ var Metrics = []Metric{
 		Window: "how far back GPU time is counted", min: 0.000001, max: 100, windowMin: time.Hour, windowMax: 31 * 24 * time.Hour,
 		Actions: []string{ActionNotify, ActionHold, ActionLowerPriority}},
 	{Name: MetricJobIdleMinutes, Scope: ScopeJob, Threshold: "minutes a running job's GPUs must have been idle",
-		min: 1, max: 7 * 24 * 60, Actions: []string{ActionNotify, ActionLowerPriority, ActionStop}},
+		min: 1, max: 7 * 24 * 60, Actions: []string{ActionNotify, ActionLowerPriority, ActionStop, ActionRelease}},
 	{Name: MetricBudgetThreshold, Scope: ScopeBudget, Threshold: "0: each budget's own thresholds (50/80/100% by default) apply",
 		Actions: []string{ActionNotify, ActionHold, ActionLowerPriority}},
 	{Name: MetricBudgetForecast, Scope: ScopeBudget, Threshold: "percent of the budget that the month-end forecast must pass",
