@@ -64,7 +64,7 @@ func (h *Handler) changeAlert(c *gin.Context, fn func(*models.Alert, *models.Use
 		return
 	}
 	if !d.CanManage {
-		h.errorPage(c, http.StatusForbidden, "Not yours to handle", "Only admins and the leads of the team an alert concerns handle it. Ask them, or tell them through Feedback.")
+		h.deny(c, "Not yours to handle", "Only admins and the leads of the team an alert concerns handle it. Ask them, or tell them through Feedback.")
 		return
 	}
 	notice, err := fn(a, currentUser(c))

@@ -10,10 +10,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// CostRulesEvaluate runs every enabled rule now, on demand, and says what it raised;
+// CostRulesEvaluate runs every enabled rule now, on demand (audited), and says what it raised;
 // the leader sends the notifications at its next round.
 func (h *Handler) CostRulesEvaluate(c *gin.Context) {
-	rep, err := h.gov.Evaluate(c.Request.Context(), time.Now())
+	rep, err := h.gov.EvaluateNow(c.Request.Context(), time.Now())
 	if err != nil {
 		h.serverError(c, err)
 		return

@@ -68,7 +68,7 @@ func (h *Handler) cloneForm(c *gin.Context, id string) (templates.JobForm, bool)
 		return templates.JobForm{}, false
 	}
 	if !perm.CanRead(authz.Jobs) {
-		h.Refuse(c, http.StatusForbidden, "forbidden", "you may not read job "+id+": it belongs to a project you have no role in", "")
+		h.deny(c, "Forbidden", "you may not read job "+id+": it belongs to a project you have no role in")
 		return templates.JobForm{}, false
 	}
 	spec, err := h.jobs.SpecOf(ctx, j)

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/templates"
 )
@@ -56,6 +57,24 @@ func fieldMessage(fe *models.FieldError) string {
 func (h *Handler) errorPage(c *gin.Context, status int, heading, message string) {
 	c.Abort()
 	render(c, status, templates.ErrorPage(h.page(c, heading, ""), templates.ErrorData{Status: status, Heading: heading, Message: message}))
+}
+
+// deny refuses with 403 a request that the gate let through but a finer check of the
+// handler does not (an alert of a team the user does not lead, say), and audits it as
+// access.denied, as the gate does its own refusals.
+func (h *Handler) deny(c *gin.Context, heading, message string) {
+	err := h.audit.Append(c.Request.Context(), audit.Entry{
+		Action: "access.denied", ObjectType: "route", ObjectID: c.Request.Method + " " + c.Request.URL.Path,
+		Detail: map[string]any{"status": http.StatusForbidden, "reason": message},
+	})
+	if err != nil {
+		h.log.Error("audit a refusal", slog.String("request_id", c.GetString(RequestIDKey)), slog.Any("err", err))
+	}
+	if isAPI(c) {
+		jsonError(c, http.StatusForbidden, "forbidden", message, "")
+		return
+	}
+	h.errorPage(c, http.StatusForbidden, heading, message)
 }
 
 // serverError logs err with the request id and answers without leaking details.

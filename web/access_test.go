@@ -56,6 +56,7 @@ type matrix struct {
 	t        *testing.T
 	st       *store.Store
 	id       *identity.Service
+	az       *authz.Authorizer
 	srv      *httptest.Server
 	users    map[string]*models.User
 	projects map[bool]*models.Project // own (true) and foreign (false)
@@ -70,7 +71,7 @@ func newMatrix(t *testing.T) *matrix {
 	al := audit.New(st, time.Now)
 	az := authz.New(st, al)
 	opts := identity.Options{BcryptCost: bcrypt.MinCost}
-	m := &matrix{t: t, st: st, id: identity.New(st, al, az, time.Now, opts), users: map[string]*models.User{},
+	m := &matrix{t: t, st: st, id: identity.New(st, al, az, time.Now, opts), az: az, users: map[string]*models.User{},
 		projects: map[bool]*models.Project{}, jobs: map[bool]*models.Job{}}
 	for own, team := range map[bool]string{true: "vision", false: "speech"} {
 		tm := &models.Team{Name: team}
@@ -118,6 +119,15 @@ func newMatrix(t *testing.T) *matrix {
 	m.srv = httptest.NewServer(NewRouter(Config{Store: st, Version: "test", Log: log, Dispatch: disp, Auth: opts}))
 	t.Cleanup(m.srv.Close)
 	return m
+}
+
+// denials counts the access.denied events of the audit log.
+func (m *matrix) denials() int64 {
+	n, err := m.st.CountAuditEvents(context.Background(), store.AuditFilter{Action: "access.denied"})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return n
 }
 
 var pathParam = regexp.MustCompile(`:[a-z]+`)
@@ -371,6 +381,7 @@ func TestRouteMatrix(t *testing.T) {
 		for _, role := range matrixRoles {
 			for _, own := range scopes {
 				where := map[bool]string{true: "own", false: "foreign"}[own]
+				before := m.denials()
 				res := m.do(r, role, own)
 				checked++
 				if routeAccess[key] == "agent" || routeAccess[key] == "job-token" {
@@ -385,6 +396,10 @@ func TestRouteMatrix(t *testing.T) {
 				if want := mayPass(t, key, role, own); denied == want {
 					t.Errorf("%s %s (%s) as %s in %s project: status %d, want %s", r.method, r.path, r.access, role, where,
 						res.StatusCode, map[bool]string{true: "allowed", false: "denied"}[want])
+				}
+				// A refusal is recorded; sending a browser to sign in is not one.
+				if refused := res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden; refused && m.denials() != before+1 {
+					t.Errorf("%s %s as %s in %s project: refused with %d but not audited as access.denied", r.method, r.path, role, where, res.StatusCode)
 				}
 			}
 		}
