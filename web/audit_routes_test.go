@@ -247,6 +247,17 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: "/admin/settings", form: url.Values{"local_login": {"on"}, "session_idle": {"11h"}, "session_lifetime": {"100h"}},
 			action: "settings.changed", object: "setting", id: "login"}
 	},
+	"POST /admin/priority-classes": func(w *world) change {
+		name := "nightly-" + w.unique()
+		return change{as: models.RoleAdmin, path: "/admin/priority-classes", form: url.Values{"name": {name}, "weight": {"50"}, "checkpoint_grace": {"30s"}},
+			action: "priority_class.created", object: "priority_class", id: name}
+	},
+	"POST /admin/priority-classes/:name/delete": func(w *world) change {
+		c := &models.PriorityClass{Name: "nightly-" + w.unique(), Weight: 40}
+		w.must(w.st.SavePriorityClass(w.ctx, c))
+		return change{as: models.RoleAdmin, path: "/admin/priority-classes/" + c.Name + "/delete", form: url.Values{"confirm": {"yes"}},
+			action: "priority_class.deleted", object: "priority_class", id: c.Name}
+	},
 	"PUT /api/v1/projects/:project/members/:user": func(w *world) change {
 		u := w.user("ivy")
 		return change{as: models.RoleTeamLead, path: "/api/v1/projects/" + w.projects[true].Name + "/members/" + u.Username, json: `{"role": "viewer"}`,
