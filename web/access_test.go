@@ -224,6 +224,7 @@ var routeAccess = map[string]string{
 	"POST /tokens/:id/revoke":                        "signed-in",
 	"GET /cost":                                      "signed-in",
 	"GET /cost.csv":                                  "signed-in",
+	"POST /api/v1/usage":                             "platform:write",
 	"GET /alerts":                                    "signed-in",
 	"GET /alerts/:id":                                "signed-in",
 	"POST /alerts/:id/acknowledge":                   "signed-in",

@@ -38,6 +38,8 @@ func routes(h *handlers.Handler) []route {
 		// cost; admins and auditors (cost:read platform-wide) see every team.
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
+		// Usage that no allocation carries (egress, persistent storage), from a meter outside Gantry.
+		{"POST", "/api/v1/usage", Global(authz.Platform, authz.Write), h.UsageCreate},
 		// Alerts: the handlers show each user the alerts about their projects, their team's
 		// if they lead it, and their jobs; admins and team leads handle them.
 		{"GET", "/alerts", SignedIn(), h.AlertsIndex},

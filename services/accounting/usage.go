@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // Usage is consumption that no allocation carries: bytes sent out of the fleet (egress)
@@ -23,8 +25,9 @@ type Usage struct {
 
 const bytesPerGiB = 1 << 30
 
-// RecordUsage prices u and appends it to the ledger. Egress is spread over its period
-// by time, so a price change inside it is honoured; storage pays GiB-months.
+// RecordUsage prices u and appends it to the ledger, audited with the actor of ctx.
+// Egress is spread over its period by time, so a price change inside it is honoured;
+// storage pays GiB-months.
 func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerEntry, error) {
 	from, to := u.From.UTC().Truncate(time.Second), u.To.UTC().Truncate(time.Second)
 	switch {
@@ -38,6 +41,11 @@ func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerE
 	project, err := a.store.ProjectByID(ctx, u.ProjectID)
 	if err != nil {
 		return nil, models.Invalid("project_id", "there is no project %d", u.ProjectID)
+	}
+	if u.JobID != nil {
+		if j, err := a.store.JobByID(ctx, *u.JobID); err != nil || j.ProjectID != project.ID {
+			return nil, models.Invalid("job_id", "project %s has no job %d", project.Name, *u.JobID)
+		}
 	}
 	rates, err := a.store.CostRates(ctx)
 	if err != nil {
@@ -66,7 +74,7 @@ func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerE
 	for _, day := range splitEvery(from, to, 24*time.Hour) {
 		for _, p := range book.pieces(k, day[0], day[1]) {
 			if p.rate == nil {
-				return nil, fmt.Errorf("record %s usage of project %d: no rate in effect for %s at %s", u.Resource, u.ProjectID, k, p.from.Format(time.RFC3339))
+				return nil, models.Invalid("resource", "no %s rate is in effect at %s: an admin adds one under Cost → Rates first", u.Resource, p.from.Format(time.RFC3339))
 			}
 			n := int64(p.to.Sub(p.from) / time.Second)
 			priced += p.rate.RateMicros * n
@@ -79,7 +87,14 @@ func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerE
 			entries = append(entries, e)
 		}
 	}
-	if err := a.store.AppendLedgerEntries(ctx, entries); err != nil {
+	err = a.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.AppendLedgerEntries(ctx, entries); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "usage.recorded", ObjectType: "project", ObjectID: fmt.Sprint(project.ID), ProjectID: &project.ID,
+			Detail: map[string]any{"resource": u.Resource, "bytes": u.Bytes, "from": from, "to": to, "job_id": u.JobID, "amount_micros": paid}})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("record %s usage of project %d: %w", u.Resource, u.ProjectID, err)
 	}
 	return entries, nil

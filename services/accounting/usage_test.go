@@ -18,7 +18,8 @@ func TestRecordUsagePricesEgressAndStorage(t *testing.T) {
 		p := w.projects["detect"].ID
 		gib := int64(1 << 30)
 		_, err := w.acc.RecordUsage(w.ctx, accounting.Usage{Resource: "egress", ProjectID: p, Bytes: gib, From: at(0, 0), To: at(1, 0)})
-		if err == nil || !strings.Contains(err.Error(), "no rate in effect for egress") {
+		var fe *models.FieldError
+		if !errors.As(err, &fe) || fe.Field != "resource" || !strings.Contains(fe.Message, "no egress rate is in effect") {
 			t.Errorf("egress with no rate: %v, want refused naming the missing rate", err)
 		}
 		w.rate(models.CostRate{Resource: "egress", RateMicros: 90_000, EffectiveFrom: at(-1, 0)})
@@ -37,6 +38,9 @@ func TestRecordUsagePricesEgressAndStorage(t *testing.T) {
 		if got["egress"] != 700_000 || got["storage"] != 1_000_000 {
 			t.Errorf("usage charged %v, want egress 700000 and storage 1000000", got)
 		}
+		if got := w.audited("usage."); got != "usage.recorded:system usage.recorded:system" {
+			t.Errorf("audited %q, want both recordings", got)
+		}
 		if c := w.jobCost(job); c["egress"] != 700_000 {
 			t.Errorf("job egress = %v, want 700000", c)
 		}
@@ -49,9 +53,9 @@ func TestRecordUsagePricesEgressAndStorage(t *testing.T) {
 			{accounting.Usage{Resource: "egress", ProjectID: p, Bytes: -1, From: at(0, 0), To: at(1, 0)}, "bytes"},
 			{accounting.Usage{Resource: "egress", ProjectID: p, From: at(1, 0), To: at(1, 0)}, "to"},
 			{accounting.Usage{Resource: "egress", ProjectID: 999, From: at(0, 0), To: at(1, 0)}, "project_id"},
+			{accounting.Usage{Resource: "egress", ProjectID: w.projects["speech"].ID, JobID: &job.ID, From: at(0, 0), To: at(1, 0)}, "job_id"},
 		} {
 			_, err := w.acc.RecordUsage(w.ctx, c.u)
-			var fe *models.FieldError
 			if !errors.As(err, &fe) || fe.Field != c.field {
 				t.Errorf("usage %+v: %v, want a %s error", c.u, err, c.field)
 			}

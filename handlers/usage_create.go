@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// usageBody is what a meter outside Gantry (a cloud bill, a storage system) reports:
+// bytes a project sent out of the fleet, or held on persistent storage, over a period.
+type usageBody struct {
+	Resource string    `json:"resource"`
+	Project  string    `json:"project"`
+	JobID    *int64    `json:"job_id"`
+	Bytes    int64     `json:"bytes"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+}
+
+// UsageCreate prices egress or storage usage into the ledger: 201 with the amount
+// charged, or 400 naming the field. Each call adds to the ledger: report a period once.
+func (h *Handler) UsageCreate(c *gin.Context) {
+	var b usageBody
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		jsonError(c, http.StatusBadRequest, "malformed", "the body is not a usage report: "+err.Error()+
+			` (want {"resource": "egress"|"storage", "project", "job_id", "bytes", "from", "to"}, times in RFC 3339)`, "body")
+		return
+	}
+	ctx := c.Request.Context()
+	project, err := h.store.ProjectByName(ctx, b.Project)
+	if errors.Is(err, store.ErrNotFound) {
+		jsonError(c, http.StatusBadRequest, "invalid", "there is no project "+strconv.Quote(b.Project), "project")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	entries, err := h.cost.RecordUsage(ctx, accounting.Usage{Resource: b.Resource, ProjectID: project.ID, JobID: b.JobID, Bytes: b.Bytes, From: b.From, To: b.To})
+	var fe *models.FieldError
+	switch {
+	case errors.As(err, &fe):
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+		return
+	case err != nil:
+		h.serverError(c, err)
+		return
+	}
+	var amount int64
+	for _, e := range entries {
+		amount += e.AmountMicros
+	}
+	c.JSON(http.StatusCreated, gin.H{"resource": b.Resource, "project": project.Name, "job_id": b.JobID, "bytes": b.Bytes,
+		"from": b.From.UTC(), "to": b.To.UTC(), "amount_micros": amount, "ledger_entries": len(entries)})
+}
