@@ -56,6 +56,7 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 	}
 	if p := routeProject(c); p != nil {
 		d.Job.Project = p.Name
+		d.Job.Placement = placementText(p)
 	}
 	events, err := h.jobs.Events(ctx, j.ID)
 	if err != nil {

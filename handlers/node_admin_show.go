@@ -37,6 +37,7 @@ func (h *Handler) renderNodeAdmin(c *gin.Context, status int, d templates.NodeAd
 		return
 	}
 	d.Node = fleet.row(*n)
+	d.CCState, d.CCKnown = n.CCState, n.CCState == "on" || n.CCState == "off"
 	for _, g := range fleet.devices[n.ID] {
 		row := templates.GPUAdminRow{Index: g.Index, UUID: g.UUID, Model: g.Model, Memory: mibText(g.MemoryMiB), Healthy: g.Healthy, Reason: g.HealthReason}
 		for _, s := range fleet.slices[g.ID] {

@@ -3,6 +3,8 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -53,9 +55,39 @@ func (h *Handler) renderProjectAdmin(c *gin.Context, status int, d templates.Pro
 			d.Usernames = append(d.Usernames, u.Username)
 		}
 	}
+	if err := h.fillPlacement(c, p, &d.Placement); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if d.Changes, err = h.recentChanges(ctx, store.AuditFilter{ProjectID: &p.ID}); err != nil {
 		h.serverError(c, err)
 		return
 	}
 	render(c, status, templates.ProjectAdmin(h.page(c, "Project "+p.Name, "admin"), d))
+}
+
+// fillPlacement puts the project's placement policy into the form, unless the form
+// holds what was typed (after an error).
+func (h *Handler) fillPlacement(c *gin.Context, p *models.Project, f *templates.PlacementForm) error {
+	pools, regions, err := p.PlacementLists()
+	if err != nil {
+		return err
+	}
+	all, err := h.store.NodePools(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	typed := f.Error != ""
+	f.Summary = capitalize(placementText(p))
+	for _, pl := range all {
+		allowed := slices.Contains(pools, pl.Name)
+		if typed {
+			allowed = slices.Contains(c.PostFormArray("pools"), pl.Name)
+		}
+		f.Pools = append(f.Pools, templates.PoolChoice{Name: pl.Name, Region: pl.Region, Allowed: allowed})
+	}
+	if !typed {
+		f.Regions, f.ConfidentialOnly = strings.Join(regions, ", "), p.ConfidentialOnly
+	}
+	return nil
 }

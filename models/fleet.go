@@ -101,21 +101,24 @@ type PoolSample struct {
 
 // Node is a machine that runs jobs through an agent (or a Slurm node, read-only).
 type Node struct {
-	ID              int64
-	Name            string
-	PoolID          *int64
-	State           string
-	StateReason     string
-	DrainDeadline   *time.Time
-	Labels          string // JSON object
-	CPUMilli        int64
-	MemoryMiB       int64 `gorm:"column:memory_mib"`
-	ScratchMiB      int64 `gorm:"column:scratch_mib"`
-	DriverVersion   string
-	CUDAVersion     string
-	Runtime         string // process | docker | podman | slurm
-	Simulated       bool
+	ID            int64
+	Name          string
+	PoolID        *int64
+	State         string
+	StateReason   string
+	DrainDeadline *time.Time
+	Labels        string // JSON object
+	CPUMilli      int64
+	MemoryMiB     int64 `gorm:"column:memory_mib"`
+	ScratchMiB    int64 `gorm:"column:scratch_mib"`
+	DriverVersion string
+	CUDAVersion   string
+	Runtime       string // process | docker | podman | slurm
+	Simulated     bool
+	// Confidential: the GPUs run in confidential-computing mode, as NVML reports (CCState
+	// on or off) or, where NVML cannot tell (CCState unknown), as an admin flagged it.
 	Confidential    bool
+	CCState         string `gorm:"column:cc_state"`
 	AgentVersion    string
 	CredentialHash  string `json:"-"`
 	LastHeartbeatAt *time.Time

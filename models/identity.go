@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Roles. admin and auditor are global; the others hold within one project.
 const (
@@ -108,4 +112,20 @@ type Setting struct {
 	Key       string `gorm:"primaryKey"`
 	Value     string
 	UpdatedAt time.Time
+}
+
+// PlacementLists reads the project's allowed pools and regions (JSON arrays; empty allows any).
+func (p *Project) PlacementLists() (pools, regions []string, err error) {
+	for _, f := range []struct {
+		raw string
+		to  *[]string
+	}{{p.AllowedPools, &pools}, {p.AllowedRegions, &regions}} {
+		if f.raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.raw), f.to); err != nil {
+			return nil, nil, fmt.Errorf("placement policy of project %s: %w", p.Name, err)
+		}
+	}
+	return pools, regions, nil
 }

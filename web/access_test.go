@@ -325,6 +325,8 @@ var routeAccess = map[string]string{
 	"GET /admin/priority-classes":                        "platform:read",
 	"POST /admin/priority-classes":                       "platform:write",
 	"POST /admin/priority-classes/:name/delete":          "platform:write",
+	"POST /admin/projects/:project/placement":            "platform:write",
+	"POST /admin/nodes/:name/confidential":               "platform:write",
 	"GET /admin/settings":                                "platform:read",
 	"GET /admin/pools":                                   "platform:read",
 	"GET /admin/pools/:name":                             "platform:read",

@@ -227,6 +227,16 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: "/admin/nodes/" + n.Name + "/pool", form: url.Values{"pool": {p.Name}},
 			action: "node.pool_changed", object: "node", id: n.Name}
 	},
+	"POST /admin/nodes/:name/confidential": func(w *world) change {
+		n := w.node()
+		return change{as: models.RoleAdmin, path: "/admin/nodes/" + n.Name + "/confidential", form: url.Values{"confidential": {"true"}},
+			action: "node.confidential_flagged", object: "node", id: n.Name}
+	},
+	"POST /admin/projects/:project/placement": func(w *world) change {
+		p := w.project()
+		return change{as: models.RoleAdmin, path: "/admin/projects/" + p.Name + "/placement", form: url.Values{"regions": {"eu-west-1"}, "confidential_only": {"true"}},
+			action: "project.placement_changed", object: "project", id: p.Name}
+	},
 	"POST /admin/nodes/:name/remove": func(w *world) change {
 		n := w.node()
 		return change{as: models.RoleAdmin, path: "/admin/nodes/" + n.Name + "/remove", form: url.Values{"confirm": {"yes"}},

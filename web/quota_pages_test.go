@@ -58,8 +58,9 @@ func newDispatchSite(t *testing.T, st *store.Store) *dispatchSite {
 	return &dispatchSite{site: s, disp: disp}
 }
 
-// join registers a node with simulated GPUs (spec as gpu.NewSimulated reads it).
-func (s *dispatchSite) join(name, spec string) {
+// join registers a node with simulated GPUs (spec as gpu.NewSimulated reads it); mutate
+// changes what the inventory reports.
+func (s *dispatchSite) join(name, spec string, mutate ...func(*gpu.Inventory)) {
 	s.t.Helper()
 	ctx := context.Background()
 	token, _, err := dispatch.CreateJoinToken(ctx, s.st, audit.New(s.st, s.clock.now), s.clock.now(), dispatch.JoinTokenSpec{Name: "for-" + name, TTL: time.Hour})
@@ -73,6 +74,9 @@ func (s *dispatchSite) join(name, spec string) {
 	inv, err := sim.Discover(ctx)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	for _, m := range mutate {
+		m(&inv)
 	}
 	if _, err := s.disp.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess,
 		CPUMilli: 16000, MemoryMiB: 65536, ScratchMiB: 100000, Inventory: inv}); err != nil {

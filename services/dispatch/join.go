@@ -171,7 +171,10 @@ func applyRegistration(n *models.Node, req agentapi.JoinRequest, now time.Time) 
 	n.AgentVersion = req.AgentVersion
 	n.DriverVersion, n.CUDAVersion = req.Inventory.DriverVersion, req.Inventory.CUDAVersion
 	n.Simulated = req.Inventory.Simulated
-	n.Confidential = req.Inventory.ConfidentialCompute == gpu.CCOn
+	n.CCState = string(req.Inventory.ConfidentialCompute)
+	if cc := req.Inventory.ConfidentialCompute; cc == gpu.CCOn || cc == gpu.CCOff {
+		n.Confidential = cc == gpu.CCOn
+	}
 	n.LastHeartbeatAt = &now
 }
 

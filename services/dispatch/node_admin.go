@@ -11,6 +11,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -152,6 +153,35 @@ func notSlurm(node *models.Node, field string) error {
 		return models.Invalid(field, "node %s is a Slurm node: Slurm owns it (scontrol update nodename=…), and Gantry shows it as Slurm reports it", node.Name)
 	}
 	return nil
+}
+
+// SetNodeConfidential flags node name as running confidential computing, or not, for a
+// node whose NVML cannot tell; where NVML reports the mode, it decides. Audited.
+func (s *Service) SetNodeConfidential(ctx context.Context, name string, on bool) (*models.Node, error) {
+	var node *models.Node
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		if node, err = tx.NodeByName(ctx, name); err != nil {
+			return err
+		}
+		if node.CCState == string(gpu.CCOn) || node.CCState == string(gpu.CCOff) {
+			return models.Invalid("confidential", "NVML reports confidential computing %s on %s, and it decides: the flag is for nodes whose GPUs cannot tell", node.CCState, name)
+		}
+		if node.Confidential == on {
+			return nil
+		}
+		node.Confidential = on
+		if err := tx.SaveNode(ctx, node); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.confidential_flagged", ObjectType: "node", ObjectID: name,
+			Detail: map[string]bool{"confidential": on}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("flag node %s confidential: %w", name, err)
+	}
+	s.Kick()
+	return node, nil
 }
 
 func samePool(a, b *int64) bool {

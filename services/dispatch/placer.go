@@ -131,13 +131,13 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 			continue
 		}
 		ss.Running = append(ss.Running, scheduler.Allocation{
-			Job:       schedJob(r.Job, snap.Teams),
+			Job:       schedJob(r.Job, &snap),
 			Replica:   schedReplica(r, gpuIndex),
 			StartTime: startOf(r.Allocation),
 		})
 	}
 	for i := range snap.Queue {
-		ss.Pending = append(ss.Pending, schedJob(&snap.Queue[i], snap.Teams))
+		ss.Pending = append(ss.Pending, schedJob(&snap.Queue[i], &snap))
 	}
 	for _, q := range snap.Quotas {
 		ss.Quotas = append(ss.Quotas, scheduler.Quota{Team: q.Team, Model: q.GPUModel, Cohort: q.Cohort, Nominal: q.NominalMilli,
@@ -150,7 +150,7 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 }
 
 func schedNode(n NodeCapacity) scheduler.Node {
-	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Labels: n.Labels, Spot: n.Spot, PriceMicros: n.PriceMicros,
+	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Region: n.Region, Confidential: n.Confidential, Labels: n.Labels, Spot: n.Spot, PriceMicros: n.PriceMicros,
 		CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
 	for _, g := range n.GPUs {
 		sg := scheduler.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, NVLinkPeers: g.NVLinkPeers}
@@ -162,8 +162,10 @@ func schedNode(n NodeCapacity) scheduler.Node {
 	return out
 }
 
-// schedJob is a job as services/scheduler reads it; teams names each project's team.
-func schedJob(j *models.Job, teams map[int64]string) scheduler.Job {
+// schedJob is a job as services/scheduler reads it, with its project's team and
+// placement policy from the snapshot.
+func schedJob(j *models.Job, snap *Snapshot) scheduler.Job {
+	policy := snap.Policies[j.ProjectID]
 	var gpuModels []string
 	for _, m := range strings.Split(j.GPUModel, "|") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -172,13 +174,14 @@ func schedJob(j *models.Job, teams map[int64]string) scheduler.Job {
 	}
 	return scheduler.Job{
 		ID:         strconv.FormatInt(j.ID, 10),
-		Team:       teams[j.ProjectID],
+		Team:       snap.Teams[j.ProjectID],
 		SubmitTime: j.SubmittedAt,
 		Request: scheduler.Request{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModels: gpuModels, MIGProfile: j.MIGProfile,
 			CPUMilli: j.CPUMilli, RAMMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Replicas: max(j.Replicas, 1),
 			Class: j.PriorityClass, Preemptible: j.Preemptible, SpotAllowed: j.Spot, Kind: scheduler.Kind(j.Kind),
 			ExpectedRuntime: time.Duration(j.ExpectedRunSec) * time.Second,
+			Policy:          scheduler.Policy{Pools: policy.Pools, Regions: policy.Regions, ConfidentialOnly: policy.ConfidentialOnly},
 		},
 	}
 }

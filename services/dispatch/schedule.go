@@ -35,6 +35,16 @@ type Snapshot struct {
 	Usage []Usage
 	// Classes are the priority classes in force, highest weight first.
 	Classes []models.PriorityClass
+	// Policies are the placement policies of the projects that have one, by project id.
+	Policies map[int64]Policy
+}
+
+// Policy is a project's placement policy: the pools and regions its jobs may use, and
+// whether only confidential-computing nodes will do. Empty lists allow any.
+type Policy struct {
+	Pools            []string
+	Regions          []string
+	ConfidentialOnly bool
 }
 
 // Quota is a team's GPU quota for one model ("" for any), in milli-GPU; a nil limit is
@@ -63,8 +73,11 @@ type NodeCapacity struct {
 	Name string
 	// Pool names the node's pool; Spot is set for spot pools and pools that take
 	// only jobs allowing spot; PriceMicros is an hour of the node at the rate card.
-	Pool                            string
-	Spot                            bool
+	Pool   string
+	Region string
+	Spot   bool
+	// Confidential: the node's GPUs run in confidential-computing mode.
+	Confidential                    bool
 	PriceMicros                     int64
 	Labels                          map[string]string
 	CPUMilli, MemoryMiB, ScratchMiB int64
@@ -148,7 +161,7 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 		ids[i] = n.ID
 		byID[n.ID] = i
 		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
-			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB}
+			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential}
 		if n.Labels != "" {
 			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
 				return fmt.Errorf("labels of node %s: %w", n.Name, err)
@@ -236,7 +249,7 @@ func (s *Service) addPools(ctx context.Context, snap *Snapshot, nodes []models.N
 			continue
 		}
 		nc := &snap.Nodes[i]
-		nc.Pool, nc.Spot = p.Name, p.CapacityType == models.CapacitySpot || p.SpotOnly
+		nc.Pool, nc.Region, nc.Spot = p.Name, p.Region, p.CapacityType == models.CapacitySpot || p.SpotOnly
 		m := accounting.Machine{PoolID: p.ID, Capacity: p.CapacityType, GPUs: len(nc.GPUs), CPUMilli: nc.CPUMilli, MemoryMiB: nc.MemoryMiB}
 		if len(nc.GPUs) > 0 {
 			m.GPUModel = nc.GPUs[0].Model
@@ -314,6 +327,16 @@ func (s *Service) addTeams(ctx context.Context, snap *Snapshot) (map[int64]strin
 	}
 	for _, p := range projects {
 		snap.Teams[p.ID] = names[p.TeamID]
+		pools, regions, err := p.PlacementLists()
+		if err != nil {
+			return nil, err
+		}
+		if len(pools) > 0 || len(regions) > 0 || p.ConfidentialOnly {
+			if snap.Policies == nil {
+				snap.Policies = map[int64]Policy{}
+			}
+			snap.Policies[p.ID] = Policy{Pools: pools, Regions: regions, ConfidentialOnly: p.ConfidentialOnly}
+		}
 	}
 	return names, nil
 }

@@ -232,7 +232,8 @@ func staticSigOf(n Node, cards []gpuState) uint64 {
 		h.Write([]byte(s))
 	}
 	str(n.Pool)
-	num(uint64(boolBits(n.Spot, n.Cordoned)))
+	str(n.Region)
+	num(uint64(boolBits(n.Spot, n.Cordoned, n.Confidential)))
 	num(uint64(n.PriceMicros))
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 		str(k)
@@ -259,13 +260,12 @@ func unitPrice(n Node) float64 {
 	return float64(n.PriceMicros) / float64(max(len(n.GPUs), 1))
 }
 
-func boolBits(a, b bool) int {
+func boolBits(bs ...bool) int {
 	v := 0
-	if a {
-		v |= 1
-	}
-	if b {
-		v |= 2
+	for i, b := range bs {
+		if b {
+			v |= 1 << i
+		}
 	}
 	return v
 }

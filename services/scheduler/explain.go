@@ -42,6 +42,8 @@ func (s *stack) phrase(reason string, n int) string {
 		return fmt.Sprintf("%s cordoned", nodes)
 	case RejectPool:
 		return fmt.Sprintf("%s outside pool %s", nodes, r.Pool)
+	case RejectPlacement:
+		return fmt.Sprintf("%s outside the project's placement policy (%s)", nodes, r.Policy.describe())
 	case RejectSelector:
 		return fmt.Sprintf("%s without the labels %s", nodes, labels(r.NodeSelector))
 	case RejectSpot:
@@ -139,4 +141,19 @@ func labels(m map[string]string) string {
 		keys[i] = k + "=" + m[k]
 	}
 	return strings.Join(keys, ",")
+}
+
+// describe says what a placement policy allows, for explanations.
+func (p Policy) describe() string {
+	var parts []string
+	if len(p.Pools) > 0 {
+		parts = append(parts, "pools "+strings.Join(p.Pools, ", "))
+	}
+	if len(p.Regions) > 0 {
+		parts = append(parts, "regions "+strings.Join(p.Regions, ", "))
+	}
+	if p.ConfidentialOnly {
+		parts = append(parts, "confidential computing only")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -1,9 +1,12 @@
 package scheduler
 
+import "slices"
+
 // Rejection reasons: the first feasibility check a node fails is counted under its name.
 const (
 	RejectCordoned  = "cordoned"
 	RejectPool      = "pool"
+	RejectPlacement = "placement policy"
 	RejectSelector  = "node selector"
 	RejectSpot      = "spot not allowed"
 	RejectCPU       = "cpu"
@@ -27,6 +30,7 @@ const (
 	reasonNone reason = iota
 	reasonCordoned
 	reasonPool
+	reasonPlacement
 	reasonSelector
 	reasonSpot
 	reasonCPU
@@ -49,6 +53,8 @@ func (r reason) String() string {
 		return RejectCordoned
 	case reasonPool:
 		return RejectPool
+	case reasonPlacement:
+		return RejectPlacement
 	case reasonSelector:
 		return RejectSelector
 	case reasonSpot:
@@ -101,6 +107,20 @@ func (c poolChecker) check(n *nodeState) reason {
 	return reasonNone
 }
 
+// placementChecker enforces the project's placement policy: allowed pools and regions,
+// and confidential-computing nodes only.
+type placementChecker struct{ p Policy }
+
+func (c placementChecker) check(n *nodeState) reason {
+	switch {
+	case len(c.p.Pools) > 0 && !slices.Contains(c.p.Pools, n.node.Pool),
+		len(c.p.Regions) > 0 && !slices.Contains(c.p.Regions, n.node.Region),
+		c.p.ConfidentialOnly && !n.node.Confidential:
+		return reasonPlacement
+	}
+	return reasonNone
+}
+
 type selectorChecker struct{ labels map[string]string }
 
 func (c selectorChecker) check(n *nodeState) reason {
@@ -143,6 +163,9 @@ func nodeCheckers(d *demand) []checker {
 	cs[0] = cordonChecker{}
 	if r.Pool != "" {
 		cs = append(cs, poolChecker{r.Pool})
+	}
+	if !r.Policy.any() {
+		cs = append(cs, placementChecker{r.Policy})
 	}
 	if len(r.NodeSelector) > 0 {
 		cs = append(cs, selectorChecker{r.NodeSelector})

@@ -11,6 +11,8 @@ func TestCheckers(t *testing.T) {
 	spot.Spot = true
 	other := base
 	other.Pool = "batch"
+	eu := base
+	eu.Region, eu.Confidential = "eu-west", true
 
 	cases := []struct {
 		name string
@@ -25,6 +27,12 @@ func TestCheckers(t *testing.T) {
 		{"selector subset matches", selectorChecker{map[string]string{"zone": "a"}}, base, reasonNone},
 		{"selector value differs", selectorChecker{map[string]string{"zone": "b"}}, base, reasonSelector},
 		{"selector label missing", selectorChecker{map[string]string{"gpu-arch": ""}}, base, reasonSelector},
+		{"allowed pool passes the policy", placementChecker{Policy{Pools: []string{"batch", "default"}}}, base, reasonNone},
+		{"pool outside the policy", placementChecker{Policy{Pools: []string{"batch"}}}, base, reasonPlacement},
+		{"region outside the policy", placementChecker{Policy{Regions: []string{"eu-west"}}}, base, reasonPlacement},
+		{"allowed region passes", placementChecker{Policy{Regions: []string{"eu-west"}}}, eu, reasonNone},
+		{"confidential only rejects a plain node", placementChecker{Policy{ConfidentialOnly: true}}, base, reasonPlacement},
+		{"confidential only takes a confidential node", placementChecker{Policy{ConfidentialOnly: true, Regions: []string{"eu-west"}}}, eu, reasonNone},
 		{"spot node rejected for on-demand job", spotChecker{}, spot, reasonSpot},
 		{"on-demand node passes spot check", spotChecker{}, base, reasonNone},
 		{"cpu fits exactly", resourceChecker{cpu: 16000}, base, reasonNone},

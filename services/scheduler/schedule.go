@@ -110,6 +110,7 @@ type shapeKey struct {
 	gpus, milli                      int
 	mem                              int64
 	models, mig, class, pool, labels string
+	placement                        string
 	team                             string
 	preemptible, spot                bool
 	kind                             Kind
@@ -136,6 +137,9 @@ func keyOf(j Job) shapeKey {
 	}
 	if len(r.NodeSelector) > 0 {
 		k.labels = labels(r.NodeSelector)
+	}
+	if !r.Policy.any() {
+		k.placement = r.Policy.describe()
 	}
 	return k
 }

@@ -378,3 +378,36 @@ func TestClassThatMayNotPreemptWaits(t *testing.T) {
 		t.Fatalf("production, which may preempt, did not: %+v", plan)
 	}
 }
+
+// A project's placement policy keeps its jobs off nodes outside it, and says so; a job
+// of another project takes the free node.
+func TestPlacementPolicyIsEnforced(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(id, region string, confidential bool) Node {
+		return Node{ID: id, Pool: "gpu", Region: region, Confidential: confidential, CPUMilli: 8000, RAMMiB: 32768,
+			GPUs: []GPU{{Index: 0, UUID: "g-" + id, Model: "L4", MemoryMiB: 24576}}}
+	}
+	now := time.Unix(1_700_000_000, 0).UTC()
+	snap := Snapshot{Now: now, Nodes: []Node{node("us", "us-east", false), node("eu", "eu-west", false)},
+		Pending: []Job{
+			{ID: "secret", Team: "a", SubmitTime: now, Request: Request{GPUs: 1, Replicas: 1, Class: "research", Policy: Policy{Regions: []string{"eu-west"}, ConfidentialOnly: true}}},
+			{ID: "resident", Team: "a", SubmitTime: now.Add(time.Second), Request: Request{GPUs: 1, Replicas: 1, Class: "research", Policy: Policy{Regions: []string{"eu-west"}}}},
+		}}
+	plan, err := s.Schedule(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Placements) != 1 || plan.Placements[0].JobID != "resident" || plan.Placements[0].Replicas[0].NodeID != "eu" {
+		t.Fatalf("placements = %+v", plan.Placements)
+	}
+	if len(plan.Unplaced) != 1 || !strings.Contains(plan.Unplaced[0].Explanation.Reason, "outside the project's placement policy (regions eu-west; confidential computing only)") {
+		t.Fatalf("unplaced = %+v", plan.Unplaced)
+	}
+	snap.Nodes[1].Confidential = true
+	if plan, _ = s.Schedule(snap); len(plan.Placements) != 1 || plan.Placements[0].JobID != "secret" {
+		t.Fatalf("on a confidential eu node: %+v", plan.Placements)
+	}
+}

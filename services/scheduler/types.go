@@ -7,7 +7,10 @@ import "time"
 type Node struct {
 	ID     string
 	Pool   string
+	Region string // the pool's region, for data residency
 	Labels map[string]string
+	// Confidential is set when the node's GPUs run in confidential-computing mode.
+	Confidential bool
 	// Spot nodes may be reclaimed by their provider, or belong to a pool that takes
 	// only jobs that allow spot; jobs that do not allow spot never land on them.
 	Spot     bool
@@ -71,9 +74,25 @@ type Request struct {
 	SpotAllowed     bool
 	Kind            Kind
 	ExpectedRuntime time.Duration // 0 = unknown
+	// Policy is the project's placement policy: the pools and regions it may use, and
+	// whether only confidential-computing nodes will do.
+	Policy Policy
 	// Pool and NodeSelector restrict the nodes; empty means any.
 	Pool         string
 	NodeSelector map[string]string
+}
+
+// Policy is a project's placement policy: it restricts the nodes the project's jobs
+// may use; empty lists allow any.
+type Policy struct {
+	Pools            []string
+	Regions          []string
+	ConfidentialOnly bool
+}
+
+// any reports whether the placement restricts nothing.
+func (p Policy) any() bool {
+	return len(p.Pools) == 0 && len(p.Regions) == 0 && !p.ConfidentialOnly
 }
 
 // Job is a pending job: who asked, when, and for what.
