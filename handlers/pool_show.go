@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,6 +16,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
@@ -90,7 +92,46 @@ func (h *Handler) PoolShow(c *gin.Context) {
 	if d.MoreEvents != 0 {
 		page.OlderEvents = "/admin/pools/" + url.PathEscape(name) + "?" + url.Values{"window": {window}, "before": {strconv.FormatInt(d.MoreEvents, 10)}}.Encode()
 	}
+	if d.Pool.Provider == pools.ProviderSlurm {
+		if page.Slurm, err = h.poolSlurm(c, d.Pool); err != nil {
+			h.serverError(c, err)
+			return
+		}
+	}
 	render(c, http.StatusOK, templates.Pool(h.page(c, "Pool "+name, "admin"), page))
+}
+
+// poolSlurm is a Slurm pool's partition and the jobs there that Gantry did not submit.
+func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool) (*templates.PoolSlurm, error) {
+	cfg, _ := slurm.ParseConfig(p.ProviderConfig)
+	jobs, err := h.store.SlurmForeignJobs(c.Request.Context(), p.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &templates.PoolSlurm{Partition: cfg.Partition}
+	for _, j := range jobs {
+		row := templates.PoolForeignRow{ID: j.SlurmJobID, Name: j.Name, User: j.User, Account: j.Account, QOS: j.QOS, State: j.State,
+			Reason: j.Reason, GPUs: "none", Nodes: "none yet", Since: "waiting since " + stamp(j.SubmittedAt)}
+		if j.GPUs > 0 {
+			row.GPUs = fmt.Sprintf("%d× %s per node", j.GPUs, orAny(j.GPUModel))
+		}
+		var nodes []string
+		if json.Unmarshal([]byte(j.Nodes), &nodes) == nil && len(nodes) > 0 {
+			row.Nodes = strings.Join(nodes, ", ")
+		}
+		if j.StartedAt != nil {
+			row.Since = "running since " + stamp(*j.StartedAt)
+		}
+		out.Foreign = append(out.Foreign, row)
+	}
+	return out, nil
+}
+
+func orAny(model string) string {
+	if model == "" {
+		return "GPU"
+	}
+	return model
 }
 
 // poolRow is a pool's summary in words.
@@ -101,6 +142,9 @@ func poolRow(s pools.Summary) templates.PoolRow {
 		Template: fmt.Sprintf("%d CPU, %d GiB RAM", t.CPUMilli/1000, t.MemoryMiB/1024)}
 	if t.GPUs > 0 {
 		r.Template = fmt.Sprintf("%d× %s, ", t.GPUs, t.GPUModel) + r.Template
+	}
+	if p.Provider == pools.ProviderSlurm {
+		r.Template = "none: its nodes are its Slurm partition's"
 	}
 	switch {
 	case s.PriceMicros > 0:

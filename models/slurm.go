@@ -29,3 +29,28 @@ type SlurmJob struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
+
+// SlurmForeignJob is a job on a Slurm pool's partition that Gantry did not submit, as
+// the last poll saw it: shown read-only, and counted in utilisation and in what the
+// scheduler sees free.
+type SlurmForeignJob struct {
+	ID           int64
+	PoolID       int64
+	SlurmJobID   string
+	Name         string
+	User         string `gorm:"column:user_name"`
+	Account      string
+	QOS          string `gorm:"column:qos"`
+	State        string // Slurm's: PENDING, RUNNING, ...
+	Reason       string
+	Nodes        string // JSON array of the Gantry nodes it runs on
+	GPUs         int    `gorm:"column:gpus"` // per node
+	GPUModel     string // Gantry's name of their model; "" when Slurm does not type them
+	CPUs         int    `gorm:"column:cpus"`       // in all
+	MemoryMiB    int64  `gorm:"column:memory_mib"` // per node
+	SubmittedAt  time.Time
+	StartedAt    *time.Time
+	TimeLimitSec int64 // 0: none
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}

@@ -178,6 +178,9 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	if err := s.addRunning(ctx, snap, byID); err != nil {
 		return err
 	}
+	if err := s.addForeign(ctx, snap); err != nil {
+		return err
+	}
 	teams, err := s.addTeams(ctx, snap)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +79,8 @@ type slurmPool struct {
 	inventoryAt time.Time
 	// down says the pool's nodes were marked down because Slurm does not answer.
 	down string
+	// foreign is the last list of jobs outside Gantry written to the store.
+	foreign []models.SlurmForeignJob
 }
 
 // SlurmPools returns the driver of the Slurm pools over this dispatch service.
@@ -218,6 +222,9 @@ func (p *SlurmPools) tickPool(ctx context.Context, sp *slurmPool, now time.Time)
 		return p.unreachable(ctx, sp, now, err)
 	}
 	sp.failures, sp.next = 0, time.Time{}
+	if err := p.syncForeign(ctx, sp); err != nil {
+		return err
+	}
 	if err := p.submit(ctx, sp); err != nil {
 		return err
 	}
@@ -319,4 +326,37 @@ func (p *SlurmPools) noteAll(ctx context.Context, sp *slurmPool, reason, msg str
 		}
 	}
 	return nil
+}
+
+// syncForeign keeps the partition's jobs that Gantry did not submit and that wait or
+// run, as the last poll saw them, for the cluster view, utilisation and the
+// scheduler's snapshot. A job whose node list or GPUs cannot be read is logged and
+// left out.
+func (p *SlurmPools) syncForeign(ctx context.Context, sp *slurmPool) error {
+	var jobs []models.SlurmForeignJob
+	ours := "gantry-" + p.installation + "-"
+	for _, j := range sp.f.Foreign() {
+		if j.Ended() || strings.HasPrefix(j.Name, ours) {
+			continue // over; or this installation's, no longer followed after a restart
+		}
+		fj, err := slurm.ForeignJob(sp.pool.Name, sp.b.Config(), j)
+		if err != nil {
+			p.svc.log.Warn("cannot read a Slurm job submitted outside Gantry", "pool", sp.pool.Name, "slurm_job", j.ID, "err", err)
+			continue
+		}
+		jobs = append(jobs, fj)
+	}
+	if slices.EqualFunc(jobs, sp.foreign, sameForeign) {
+		return nil
+	}
+	if err := p.svc.store.SyncForeignJobs(ctx, sp.pool.ID, jobs); err != nil {
+		return err
+	}
+	sp.foreign = jobs
+	p.svc.Kick()
+	return nil
+}
+
+func sameForeign(a, b models.SlurmForeignJob) bool {
+	return a.SlurmJobID == b.SlurmJobID && a.State == b.State && a.Reason == b.Reason && a.Nodes == b.Nodes && a.GPUs == b.GPUs
 }

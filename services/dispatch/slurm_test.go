@@ -600,3 +600,45 @@ func TestSlurmBadAnswersAndRefusals(t *testing.T) {
 		wantContains(t, "the node's reason", n.StateReason, "Slurm refuses the pool's configuration", "nosuchpartition")
 	})
 }
+
+// A job submitted to the partition outside Gantry shows as such (read-only, with its
+// nodes and GPUs), counts in utilisation, and holds its GPUs in the scheduler's
+// view: a Gantry job needing them waits in Gantry's queue, in Gantry's order, and
+// runs once the other job ends.
+func TestSlurmJobsOutsideGantry(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		s.tick()
+		other := s.foreignJob(t, "--gres=gpu:a100:2 -J theirs", "sleep 300")
+		s.until("the job outside Gantry to show", func() bool {
+			jobs, err := s.st.SlurmForeignJobs(s.ctx, s.pool.ID)
+			return err == nil && len(jobs) == 1 && jobs[0].State == "RUNNING"
+		})
+		jobs, _ := s.st.SlurmForeignJobs(s.ctx, s.pool.ID)
+		if f := jobs[0]; f.SlurmJobID != other || f.Name != "theirs" || f.Nodes != `["hpc.node1"]` || f.GPUs != 2 || f.GPUModel != "A100-80GB" ||
+			f.User != "root" || f.StartedAt == nil {
+			t.Errorf("the job outside Gantry: %+v", f)
+		}
+		if c, err := s.st.GPUCapacity(s.ctx); err != nil || c.ForeignMilli != 2000 || c.TotalMilli != 4000 {
+			t.Errorf("utilisation %+v, %v; want 2 of 4 GPUs held outside Gantry", c, err)
+		}
+
+		j := s.submit("needs-a100s", 2, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["true"]` })
+		for range 5 {
+			s.tick()
+		}
+		if got := s.wantState(j.ID, models.JobQueued); got.PendingReason == "" || len(s.slurmJobs(j.ID)) != 0 {
+			t.Errorf("the Gantry job should wait in Gantry's queue, with why: %q, Slurm jobs %+v", got.PendingReason, s.slurmJobs(j.ID))
+		}
+		if err := s.slurmCmd("scancel", other).Run(); err != nil {
+			t.Fatal(err)
+		}
+		s.untilState(j.ID, models.JobSucceeded)
+		s.until("the ended job outside Gantry to leave the view", func() bool {
+			jobs, _ := s.st.SlurmForeignJobs(s.ctx, s.pool.ID)
+			return len(jobs) == 0
+		})
+		if c, _ := s.st.GPUCapacity(s.ctx); c.ForeignMilli != 0 {
+			t.Errorf("utilisation after it ended: %+v", c)
+		}
+	})
+}

@@ -161,6 +161,10 @@ func (t Template) SimulatedGPUs() string {
 }
 
 // validate names the first field of the template that is wrong.
+func (t Template) empty() bool {
+	return t.GPUModel == "" && t.GPUs == 0 && t.GPUMemoryMiB == 0 && t.CPUMilli == 0 && t.MemoryMiB == 0 && t.ScratchMiB == 0 && len(t.Labels) == 0
+}
+
 func (t Template) validate() error {
 	switch {
 	case t.GPUs < 0 || t.GPUs > maxTemplateGPU:
@@ -218,14 +222,22 @@ func (s Spec) Validate() (models.NodePool, error) {
 	case s.MaxNodes < s.MinNodes:
 		return p, models.Invalid("max_nodes", "%d is below min_nodes %d; max_nodes must be at least min_nodes", s.MaxNodes, s.MinNodes)
 	}
-	if err := s.Template.validate(); err != nil {
-		return p, err
+	if s.Provider == ProviderSlurm {
+		// A Slurm pool's nodes are its partition's, as sinfo reports them.
+		if !s.Template.empty() {
+			return p, models.Invalid("template", "a Slurm pool has no template: its nodes and GPUs come from its partition; remove template")
+		}
+	} else {
+		if err := s.Template.validate(); err != nil {
+			return p, err
+		}
+		tmpl, err := json.Marshal(s.Template)
+		if err != nil {
+			return p, fmt.Errorf("encode template: %w", err)
+		}
+		p.Template = string(tmpl)
 	}
-	tmpl, err := json.Marshal(s.Template)
-	if err != nil {
-		return p, fmt.Errorf("encode template: %w", err)
-	}
-	p.Template = string(tmpl)
+	var err error
 	if s.IdleTimeout != "" {
 		d, err := time.ParseDuration(s.IdleTimeout)
 		if err != nil || d < minIdleTimeout || d > maxIdleTimeout {

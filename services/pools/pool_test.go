@@ -59,7 +59,10 @@ func TestSpecRefusesBadInput(t *testing.T) {
 		{"no cpu", "template.cpu_milli", "required", func(s *pools.Spec) { s.Template.CPUMilli = 0 }},
 		{"no memory", "template.memory_mib", "required", func(s *pools.Spec) { s.Template.MemoryMiB = 0 }},
 		{"idle timeout", "idle_timeout", "from 1m0s", func(s *pools.Spec) { s.IdleTimeout = "5s" }},
-		{"slurm config", "provider_config", "Slurm", func(s *pools.Spec) { s.Provider = pools.ProviderSlurm; s.ProviderConfig = map[string]any{"x": 1} }},
+		{"slurm config", "provider_config", "Slurm", func(s *pools.Spec) {
+			s.Provider, s.Template, s.ProviderConfig = pools.ProviderSlurm, pools.Template{}, map[string]any{"x": 1}
+		}},
+		{"slurm with a template", "template", "from its partition", func(s *pools.Spec) { s.Provider = pools.ProviderSlurm }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,6 +77,19 @@ func TestSpecRefusesBadInput(t *testing.T) {
 				t.Fatalf("got %s: %s; want %s saying %q", fe.Field, fe.Message, c.field, c.says)
 			}
 		})
+	}
+}
+
+// A Slurm pool takes its nodes from its partition: it has no template.
+func TestSlurmSpecValidates(t *testing.T) {
+	s := pools.Spec{Name: "hpc", Provider: pools.ProviderSlurm, CapacityType: models.CapacityOwned,
+		ProviderConfig: map[string]any{"partition": "gpu", "log_dir": "/shared/logs", "checkpoint_dir": "/shared/ckpt", "qos": map[string]any{"production": "high"}}}
+	p, err := s.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Template != "" || !strings.Contains(p.ProviderConfig, `"partition":"gpu"`) {
+		t.Errorf("Slurm pool %+v", p)
 	}
 }
 

@@ -57,6 +57,13 @@ type Job struct {
 	Comment   string
 }
 
+// Ended reports whether the job is over (completed, failed, cancelled, ...): squeue
+// lists such jobs for a while after.
+func (j Job) Ended() bool {
+	phase, ok := phaseOf(j.State)
+	return ok && phase == phaseDone
+}
+
 // Run is one run of a job as sacct accounts it: a job that Slurm requeued (after a
 // preemption or a node failure) has one Run per time it started. This is the record
 // the cost ledger takes: what was allocated, and for how long.

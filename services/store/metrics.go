@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -32,10 +33,12 @@ func (s *Store) QueueLengths(ctx context.Context) ([]QueueLength, error) {
 }
 
 // GPUCapacity is the fleet's GPUs on nodes that are up, and how much of them live
-// allocations hold, in milli-GPUs.
+// allocations hold, in milli-GPUs. ForeignMilli is what jobs submitted to a Slurm
+// pool's partition outside Gantry hold there.
 type GPUCapacity struct {
 	TotalMilli     int64
 	AllocatedMilli int64
+	ForeignMilli   int64
 }
 
 // GPUCapacity sums the GPUs of ready, draining and cordoned nodes, and the
@@ -56,7 +59,42 @@ func (s *Store) GPUCapacity(ctx context.Context) (GPUCapacity, error) {
 		return c, fmt.Errorf("sum allocated GPUs: %w", err)
 	}
 	c.TotalMilli = devices * 1000
+	if c.ForeignMilli, err = s.foreignGPUMilli(ctx); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// foreignGPUMilli sums the GPUs that running jobs outside Gantry hold on Slurm nodes
+// that are up.
+func (s *Store) foreignGPUMilli(ctx context.Context) (int64, error) {
+	var up []string
+	err := s.with(ctx).Model(&models.Node{}).Where("runtime = ? AND state IN ?", models.RuntimeSlurm,
+		[]string{models.NodeReady, models.NodeDraining, models.NodeCordoned}).Pluck("name", &up).Error
+	if err != nil {
+		return 0, fmt.Errorf("Slurm nodes that are up: %w", err)
+	}
+	isUp := make(map[string]bool, len(up))
+	for _, n := range up {
+		isUp[n] = true
+	}
+	var jobs []models.SlurmForeignJob
+	if err := s.with(ctx).Where("state = ? AND gpus > 0", "RUNNING").Find(&jobs).Error; err != nil {
+		return 0, fmt.Errorf("running jobs outside Gantry: %w", err)
+	}
+	var milli int64
+	for _, j := range jobs {
+		var nodes []string
+		if err := json.Unmarshal([]byte(j.Nodes), &nodes); err != nil {
+			return 0, fmt.Errorf("nodes of Slurm job %s: %w", j.SlurmJobID, err)
+		}
+		for _, n := range nodes {
+			if isUp[n] {
+				milli += int64(j.GPUs) * 1000
+			}
+		}
+	}
+	return milli, nil
 }
 
 // TeamCost is what one team has accrued in the ledger, in micro-units; Team is empty

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -219,4 +220,79 @@ func (s *Store) SlurmAllocationsToSubmit(ctx context.Context, poolID int64) ([]m
 		return nil, fmt.Errorf("allocations of pool %d to submit to Slurm: %w", poolID, err)
 	}
 	return out, nil
+}
+
+// SyncForeignJobs makes the pool's jobs outside Gantry those of jobs (by Slurm job
+// id): new ones are added, changed ones updated, those no longer listed deleted.
+func (s *Store) SyncForeignJobs(ctx context.Context, poolID int64, jobs []models.SlurmForeignJob) error {
+	err := s.InTx(ctx, func(tx *Store) error {
+		var have []models.SlurmForeignJob
+		if err := tx.with(ctx).Where("pool_id = ?", poolID).Find(&have).Error; err != nil {
+			return err
+		}
+		old := make(map[string]models.SlurmForeignJob, len(have))
+		for _, h := range have {
+			old[h.SlurmJobID] = h
+		}
+		for _, j := range jobs {
+			j.PoolID = poolID
+			h, ok := old[j.SlurmJobID]
+			delete(old, j.SlurmJobID)
+			if ok {
+				j.ID, j.CreatedAt = h.ID, h.CreatedAt
+				if sameForeignJob(h, j) {
+					continue
+				}
+			}
+			if err := translate(tx.with(ctx).Save(&j).Error); err != nil {
+				return err
+			}
+		}
+		for _, h := range old {
+			if err := tx.with(ctx).Delete(&models.SlurmForeignJob{}, h.ID).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sync the jobs outside Gantry of pool %d: %w", poolID, err)
+	}
+	return nil
+}
+
+func sameForeignJob(a, b models.SlurmForeignJob) bool {
+	sameStart := a.StartedAt == nil && b.StartedAt == nil || a.StartedAt != nil && b.StartedAt != nil && a.StartedAt.Equal(*b.StartedAt)
+	return sameStart && a.SubmittedAt.Equal(b.SubmittedAt) && a.Name == b.Name && a.User == b.User && a.Account == b.Account &&
+		a.QOS == b.QOS && a.State == b.State && a.Reason == b.Reason && a.Nodes == b.Nodes && a.GPUs == b.GPUs &&
+		a.GPUModel == b.GPUModel && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB && a.TimeLimitSec == b.TimeLimitSec
+}
+
+// SlurmForeignJobs returns the jobs outside Gantry of one Slurm pool, or of every
+// one when poolID is 0: running ones first, then by Slurm job id.
+func (s *Store) SlurmForeignJobs(ctx context.Context, poolID int64) ([]models.SlurmForeignJob, error) {
+	q := s.with(ctx)
+	if poolID != 0 {
+		q = q.Where("pool_id = ?", poolID)
+	}
+	var out []models.SlurmForeignJob
+	if err := q.Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("jobs outside Gantry: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := out[i].State == "RUNNING", out[j].State == "RUNNING"
+		if ri != rj {
+			return ri
+		}
+		return slurmIDLess(out[i].SlurmJobID, out[j].SlurmJobID)
+	})
+	return out, nil
+}
+
+// slurmIDLess orders Slurm job ids as numbers (shorter first, then by digits).
+func slurmIDLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }

@@ -138,3 +138,45 @@ func TestSlurmJobsAndNotes(t *testing.T) {
 		}
 	})
 }
+
+func TestForeignJobsAndUtilisation(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		pool := &models.NodePool{Name: "hpc", Provider: "slurm", CapacityType: models.CapacityOwned}
+		if err := s.CreateNodePool(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SyncPoolNodes(ctx, pool.ID, []store.PoolNode{slurmNode("hpc.a", models.NodeReady, 4), slurmNode("hpc.b", models.NodeDown, 4)}, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		big := models.SlurmForeignJob{SlurmJobID: "12", Name: "sim", User: "bob", State: "RUNNING", Nodes: `["hpc.a","hpc.b"]`, GPUs: 2,
+			GPUModel: "A100-80GB", CPUs: 4, MemoryMiB: 1024, SubmittedAt: start, StartedAt: &start}
+		waiting := models.SlurmForeignJob{SlurmJobID: "9", Name: "later", State: "PENDING", Reason: "Resources", Nodes: `[]`, GPUs: 4, SubmittedAt: start}
+		if err := s.SyncForeignJobs(ctx, pool.ID, []models.SlurmForeignJob{waiting, big}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SlurmForeignJobs(ctx, pool.ID)
+		if err != nil || len(got) != 2 || got[0].SlurmJobID != "12" || got[1].SlurmJobID != "9" || got[0].User != "bob" || !got[0].StartedAt.Equal(start) {
+			t.Fatalf("jobs outside Gantry, running first: %+v, %v", got, err)
+		}
+		// Only the running job's GPUs on a node that is up count.
+		c, err := s.GPUCapacity(ctx)
+		if err != nil || c.ForeignMilli != 2000 || c.TotalMilli != 4000 {
+			t.Errorf("capacity %+v, %v; want 2 GPUs outside Gantry of 4", c, err)
+		}
+		// The job ended; the waiting one started.
+		waiting.State, waiting.Reason, waiting.Nodes, waiting.StartedAt = "RUNNING", "", `["hpc.a"]`, &start
+		if err := s.SyncForeignJobs(ctx, pool.ID, []models.SlurmForeignJob{waiting}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.SlurmForeignJobs(ctx, 0)
+		if len(got) != 1 || got[0].SlurmJobID != "9" || got[0].State != "RUNNING" || got[0].Nodes != `["hpc.a"]` || got[0].ID == 0 {
+			t.Errorf("after the second poll: %+v", got)
+		}
+		if c, _ := s.GPUCapacity(ctx); c.ForeignMilli != 4000 {
+			t.Errorf("capacity after the second poll: %+v", c)
+		}
+	})
+}

@@ -160,6 +160,7 @@ func TestScrapeExportsDCGMAndGantryMetrics(t *testing.T) {
 				{"gantry_gpus_total", nil, 3},
 				{"gantry_gpus", map[string]string{"state": "allocated"}, 1.5},
 				{"gantry_gpus", map[string]string{"state": "idle"}, 1.5},
+				{"gantry_gpus", map[string]string{"state": "outside-gantry"}, 0},
 				{"gantry_cost_accrued_micros", map[string]string{"team": "vision"}, 1500000},
 				{"gantry_cost_accrued_micros", map[string]string{"team": ""}, 250},
 				{"gantry_scheduler_placements_total", nil, 2},

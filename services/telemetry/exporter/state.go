@@ -34,7 +34,7 @@ func newStateCollector(st *store.Store, cfg Config) *stateCollector {
 		cfg:   cfg,
 		jobs:  prometheus.NewDesc("gantry_jobs", "Jobs by state.", []string{"state"}, nil),
 		queue: prometheus.NewDesc("gantry_queue_length", "Queued jobs by priority class and team.", []string{"class", "team"}, nil),
-		gpus:  prometheus.NewDesc("gantry_gpus", "GPUs on nodes that are up, by whether allocations hold them (fractions count in part).", []string{"state"}, nil),
+		gpus:  prometheus.NewDesc("gantry_gpus", "GPUs on nodes that are up, by whether Gantry's allocations hold them (fractions count in part), jobs submitted to a Slurm pool outside Gantry (outside-gantry), or nothing (idle).", []string{"state"}, nil),
 		total: prometheus.NewDesc("gantry_gpus_total", "GPUs on nodes that are up (ready, draining or cordoned).", nil, nil),
 		cost:  prometheus.NewDesc("gantry_cost_accrued_micros", "Cost accrued in the ledger, in micro-units of the rate cards' currency, by team.", []string{"team"}, nil),
 	}
@@ -71,9 +71,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	allocated := float64(capacity.AllocatedMilli) / 1000
-	idle := float64(capacity.TotalMilli-capacity.AllocatedMilli) / 1000
+	foreign := float64(capacity.ForeignMilli) / 1000
+	idle := float64(capacity.TotalMilli-capacity.AllocatedMilli-capacity.ForeignMilli) / 1000
 	ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(capacity.TotalMilli)/1000)
 	ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, allocated, "allocated")
+	ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, foreign, "outside-gantry")
 	ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, max(idle, 0), "idle")
 	costs, err := c.store.CostAccruedByTeam(ctx)
 	if err != nil {

@@ -1,0 +1,59 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// A Slurm pool's page shows its partition's nodes as Slurm reports them and the jobs
+// there that Gantry did not submit, read-only; without any it says so.
+func TestSlurmPoolPageShowsJobsOutsideGantry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		admin := s.signIn("admin", s.password)
+		ctx := audit.WithActor(t.Context(), audit.System())
+		p, _, err := pools.Apply(ctx, st, audit.New(st, time.Now), pools.Spec{Name: "hpc", Provider: pools.ProviderSlurm, CapacityType: models.CapacityOwned,
+			ProviderConfig: map[string]any{"partition": "gpu", "log_dir": "/shared/logs", "checkpoint_dir": "/shared/ckpt"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body := s.send(admin, "GET", "/admin/pools/hpc", "", nil)
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-testid="no-foreign-jobs"`) || !strings.Contains(body, "partition gpu") {
+			t.Fatalf("Slurm pool page without jobs outside Gantry = %d", res.StatusCode)
+		}
+		node := store.PoolNode{Node: models.Node{Name: "hpc.node1", State: models.NodeReady, StateReason: "Slurm: mixed", Runtime: models.RuntimeSlurm}}
+		if _, err := st.SyncPoolNodes(t.Context(), p.ID, []store.PoolNode{node}, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		jobs := []models.SlurmForeignJob{
+			{SlurmJobID: "41", Name: "climate-sim", User: "bob", Account: "physics", QOS: "normal", State: "RUNNING", Nodes: `["hpc.node1"]`,
+				GPUs: 2, GPUModel: "A100-80GB", CPUs: 8, SubmittedAt: start, StartedAt: &start},
+			{SlurmJobID: "42", Name: "<script>", User: "eve", QOS: "normal", State: "PENDING", Reason: "Resources", Nodes: `[]`, SubmittedAt: start},
+		}
+		if err := st.SyncForeignJobs(t.Context(), p.ID, jobs); err != nil {
+			t.Fatal(err)
+		}
+		res, body = s.send(admin, "GET", "/admin/pools/hpc", "", nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("Slurm pool page = %d", res.StatusCode)
+		}
+		for _, want := range []string{`data-slurm-job="41"`, "climate-sim", "bob", "account physics", "2× A100-80GB per node", "running since 2026-12-01 09:00:00",
+			`data-slurm-job="42"`, "Resources", "waiting since", "hpc.node1", "Slurm: mixed", "&lt;script&gt;"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the Slurm pool page lacks %q", want)
+			}
+		}
+		if strings.Index(body, `data-slurm-job="41"`) > strings.Index(body, `data-slurm-job="42"`) {
+			t.Error("running jobs outside Gantry should come first")
+		}
+	})
+}
