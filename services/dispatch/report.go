@@ -19,6 +19,7 @@ func (s *Service) Report(ctx context.Context, node *models.Node, r agentapi.Repo
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	ctx = asNode(ctx, node.Name)
 	now := s.now().UTC()
 	var touched []int64
 	err := s.store.InTx(ctx, func(tx *store.Store) error {

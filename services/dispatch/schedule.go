@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -473,7 +475,9 @@ func (s *Service) place(ctx context.Context, tx *store.Store, job *models.Job, p
 	if err := tx.CreateAllocations(ctx, allocs); err != nil {
 		return nil, err
 	}
-	return nodes, nil
+	err = s.audit.In(tx).Append(audit.WithActor(ctx, audit.System()), audit.Entry{Action: "job.scheduled", ObjectType: "job",
+		ObjectID: strconv.FormatInt(job.ID, 10), ProjectID: &job.ProjectID, Detail: map[string]any{"attempt": attempt, "placement": where}})
+	return nodes, err
 }
 
 func describePlacement(node string, gpus []agentapi.Device) string {

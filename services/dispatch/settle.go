@@ -3,9 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -65,15 +67,15 @@ func (s *Service) settle(ctx context.Context, tx *store.Store, jobID int64, atte
 		case agentapi.StopReclaim:
 			reason, msg = "reclaimed", fmt.Sprintf("attempt %d stopped because its spot node is reclaimed; the job waits to resume from its checkpoint elsewhere", attempt)
 		}
-		err := tx.TransitionJob(ctx, jobID, store.Transition{From: job.State, To: models.JobQueued, Reason: reason, Message: msg, Actor: "system"})
+		err := s.decide(ctx, tx, job, store.Transition{From: job.State, To: models.JobQueued, Reason: reason, Message: msg, Actor: "system"})
 		if err != nil || requeue != agentapi.StopGovernance {
 			return nil, err
 		}
-		return nil, tx.TransitionJob(ctx, jobID, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: reason, Actor: "system",
+		return nil, s.decide(ctx, tx, job, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: reason, Actor: "system",
 			Message: "held after a governance stop; release it to resume from its checkpoint"})
 	}
 	zero := 0
-	return nil, tx.TransitionJob(ctx, jobID, store.Transition{
+	return nil, s.decide(ctx, tx, job, store.Transition{
 		From: job.State, To: models.JobSucceeded, Reason: "succeeded", ExitCode: &zero, Actor: "system",
 		Message: withDetail(fmt.Sprintf("attempt %d exited with code 0", attempt), detail),
 	})
@@ -100,7 +102,7 @@ func (s *Service) fail(ctx context.Context, tx *store.Store, job *models.Job, a 
 	what = withDetail(fmt.Sprintf("attempt %d %s", a.Attempt, what), detail)
 	if job.Retries < job.MaxRetries {
 		used := job.Retries + 1
-		return tx.TransitionJob(ctx, job.ID, store.Transition{
+		return s.decide(ctx, tx, job, store.Transition{
 			From: job.State, To: models.JobQueued, Reason: reason, Retries: &used, Actor: "system",
 			Message: fmt.Sprintf("%s; retry %d of %d", what, used, job.MaxRetries),
 		})
@@ -109,9 +111,24 @@ func (s *Service) fail(ctx context.Context, tx *store.Store, job *models.Job, a 
 	if job.MaxRetries > 0 {
 		msg = fmt.Sprintf("%s; all %d retries used", what, job.MaxRetries)
 	}
-	return tx.TransitionJob(ctx, job.ID, store.Transition{
+	return s.decide(ctx, tx, job, store.Transition{
 		From: job.State, To: models.JobFailed, Reason: reason, ExitCode: a.ExitCode, Message: msg, Actor: "system",
 	})
+}
+
+// decide moves a job whose attempt ended as settle decided, and audits it: what
+// becomes of the job is Gantry's decision, made on the word of the node that reported
+// the exit (the actor of ctx) or of the system (a lost node, a stop).
+func (s *Service) decide(ctx context.Context, tx *store.Store, job *models.Job, t store.Transition) error {
+	if err := tx.TransitionJob(ctx, job.ID, t); err != nil {
+		return err
+	}
+	action := "job." + t.To
+	if t.To == models.JobQueued {
+		action = "job.requeued"
+	}
+	return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "job", ObjectID: strconv.FormatInt(job.ID, 10), ProjectID: &job.ProjectID,
+		Detail: map[string]any{"attempt": job.Attempt, "reason": t.Reason, "message": t.Message}})
 }
 
 // endedBecause says in words how an allocation ended.

@@ -146,11 +146,20 @@ func (s *Service) stopDrainedNodes(ctx context.Context) error {
 				if job.Attempt != a.Attempt || a.State == models.AllocStopping {
 					continue
 				}
-				more, err := s.stopAttempt(ctx, tx, job, agentapi.StopDrain, fmt.Sprintf("node %s is draining and its deadline passed", n.Name))
-				if err != nil && !errors.Is(err, store.ErrStale) {
+				why := fmt.Sprintf("node %s is draining and its deadline passed", n.Name)
+				more, err := s.stopAttempt(ctx, tx, job, agentapi.StopDrain, why)
+				if errors.Is(err, store.ErrStale) {
+					continue
+				}
+				if err != nil {
 					return err
 				}
 				touched = append(touched, more...)
+				err = s.audit.In(tx).Append(audit.WithActor(ctx, audit.System()), audit.Entry{Action: "job.stopped", ObjectType: "job",
+					ObjectID: strconv.FormatInt(job.ID, 10), ProjectID: &job.ProjectID, Detail: map[string]string{"reason": why}})
+				if err != nil {
+					return err
+				}
 			}
 			return nil
 		})
