@@ -48,16 +48,33 @@ func Action(a models.Alert) (ActionRecord, bool) {
 }
 
 // act carries out (or dry-runs) r's action for the new alert a, records it on a and in
-// the audit log, and returns a problem line when it failed.
+// the audit log, and returns a problem line when it failed. A hold or a lower priority
+// changes the jobs in the transaction that records it, so no job changes unaudited; a
+// stop goes through dispatch, which audits each stop with it.
 func (s *Service) act(ctx context.Context, r models.AlertRule, a *models.Alert, f finding, now time.Time) string {
 	rec := ActionRecord{Kind: r.Action, Rule: r.Name, DryRun: r.DryRun, At: now}
 	reason := fmt.Sprintf("alert #%d of rule %s: %s", a.ID, r.Name, f.summary)
+	detail := map[string]any{"rule": r.Name, "evidence": json.RawMessage(a.Evidence)}
 	var err error
 	switch r.Action {
-	case ActionHold:
-		err = s.hold(ctx, f.projectIDs, reason, &rec)
-	case ActionLowerPriority:
-		err = s.lowerPriority(ctx, f, reason, &rec)
+	case ActionHold, ActionLowerPriority:
+		err = s.store.InTx(ctx, func(tx *store.Store) error {
+			done := rec
+			var err error
+			if r.Action == ActionHold {
+				err = s.hold(ctx, tx, f.projectIDs, reason, &done)
+			} else {
+				err = s.lowerPriority(ctx, tx, f, reason, &done)
+			}
+			if err != nil {
+				return err
+			}
+			return s.recordIn(ctx, tx, a, done, "governance.action", detail)
+		})
+		if err == nil {
+			return ""
+		}
+		// Nothing changed: record the failure on its own.
 	case ActionStop:
 		err = s.stop(ctx, f.jobID, reason, false, &rec)
 	case ActionRelease:
@@ -69,7 +86,7 @@ func (s *Service) act(ctx context.Context, r models.AlertRule, a *models.Alert, 
 		rec.Failed = true
 		rec.Notes = append(rec.Notes, err.Error())
 	}
-	if err := s.record(ctx, a, rec, "governance.action", map[string]any{"rule": r.Name, "evidence": json.RawMessage(a.Evidence)}); err != nil {
+	if err := s.record(ctx, a, rec, "governance.action", detail); err != nil {
 		return fmt.Sprintf("alert #%d: record action: %v", a.ID, err)
 	}
 	if rec.Failed {
@@ -81,28 +98,31 @@ func (s *Service) act(ctx context.Context, r models.AlertRule, a *models.Alert, 
 
 // record writes rec onto a and appends an audit event, in one transaction.
 func (s *Service) record(ctx context.Context, a *models.Alert, rec ActionRecord, action string, detail map[string]any) error {
+	return s.store.InTx(ctx, func(tx *store.Store) error { return s.recordIn(ctx, tx, a, rec, action, detail) })
+}
+
+// recordIn writes rec onto a and appends an audit event, in tx.
+func (s *Service) recordIn(ctx context.Context, tx *store.Store, a *models.Alert, rec ActionRecord, action string, detail map[string]any) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode action: %w", err)
 	}
 	a.ActionTaken = string(raw)
 	detail["action"] = rec
-	return s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.UpdateAlert(ctx, a); err != nil {
-			return err
-		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "alert", ObjectID: fmt.Sprint(a.ID), Detail: detail})
-	})
+	if err := tx.UpdateAlert(ctx, a); err != nil {
+		return err
+	}
+	return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "alert", ObjectID: fmt.Sprint(a.ID), Detail: detail})
 }
 
 // queuedJobs lists the queued jobs of projects.
-func (s *Service) queuedJobs(ctx context.Context, projectIDs []int64) ([]models.Job, error) {
+func queuedJobs(ctx context.Context, st *store.Store, projectIDs []int64) ([]models.Job, error) {
 	if len(projectIDs) == 0 {
 		return nil, nil
 	}
 	var out []models.Job
 	for before := int64(0); ; {
-		page, err := s.store.Jobs(ctx, store.JobFilter{ProjectIDs: projectIDs, States: []string{models.JobQueued}, BeforeID: before, Limit: 500})
+		page, err := st.Jobs(ctx, store.JobFilter{ProjectIDs: projectIDs, States: []string{models.JobQueued}, BeforeID: before, Limit: 500})
 		if err != nil {
 			return nil, err
 		}
@@ -114,15 +134,15 @@ func (s *Service) queuedJobs(ctx context.Context, projectIDs []int64) ([]models.
 	}
 }
 
-// hold moves the queued jobs of projects to held.
-func (s *Service) hold(ctx context.Context, projectIDs []int64, reason string, rec *ActionRecord) error {
-	jobs, err := s.queuedJobs(ctx, projectIDs)
+// hold moves the queued jobs of projects to held, in tx.
+func (s *Service) hold(ctx context.Context, tx *store.Store, projectIDs []int64, reason string, rec *ActionRecord) error {
+	jobs, err := queuedJobs(ctx, tx, projectIDs)
 	if err != nil {
 		return err
 	}
 	for _, j := range jobs {
 		if !rec.DryRun {
-			err := s.store.TransitionJob(ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: "governance", Message: reason, Actor: actor})
+			err := tx.TransitionJob(ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobHeld, Reason: "governance", Message: reason, Actor: actor})
 			if errors.Is(err, store.ErrStale) {
 				rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) left the queue meanwhile: not held", j.Name, j.ID))
 				continue
@@ -137,22 +157,22 @@ func (s *Service) hold(ctx context.Context, projectIDs []int64, reason string, r
 }
 
 // lowerPriority moves a job (job rules) or the queued jobs of the projects (other
-// rules) one priority class down.
-func (s *Service) lowerPriority(ctx context.Context, f finding, reason string, rec *ActionRecord) error {
+// rules) one priority class down, in tx.
+func (s *Service) lowerPriority(ctx context.Context, tx *store.Store, f finding, reason string, rec *ActionRecord) error {
 	var jobs []models.Job
 	if f.jobID != 0 {
-		j, err := s.store.JobByID(ctx, f.jobID)
+		j, err := tx.JobByID(ctx, f.jobID)
 		if err != nil {
 			return err
 		}
 		jobs = []models.Job{*j}
 	} else {
 		var err error
-		if jobs, err = s.queuedJobs(ctx, f.projectIDs); err != nil {
+		if jobs, err = queuedJobs(ctx, tx, f.projectIDs); err != nil {
 			return err
 		}
 	}
-	classes, err := s.store.PriorityClasses(ctx) // highest weight first
+	classes, err := tx.PriorityClasses(ctx) // highest weight first
 	if err != nil {
 		return err
 	}
@@ -168,7 +188,7 @@ func (s *Service) lowerPriority(ctx context.Context, f finding, reason string, r
 			continue
 		}
 		if !rec.DryRun {
-			err := s.store.SetJobPriorityClass(ctx, j.ID, j.PriorityClass, lower, "governance", reason, actor)
+			err := tx.SetJobPriorityClass(ctx, j.ID, j.PriorityClass, lower, "governance", reason, actor)
 			if errors.Is(err, store.ErrStale) {
 				rec.Notes = append(rec.Notes, fmt.Sprintf("job %s (#%d) changed class meanwhile: left alone", j.Name, j.ID))
 				continue
@@ -229,28 +249,33 @@ func (s *Service) Revert(ctx context.Context, id int64, now time.Time) (*models.
 		return nil, models.Invalid("alert", "the action of alert #%d was reverted at %s by %s", id, rec.RevertedAt.Format(time.RFC3339), rec.RevertedBy)
 	}
 	who := audit.ActorFrom(ctx).Name
-	for _, c := range rec.Jobs {
-		var err error
-		switch rec.Kind {
-		case ActionHold, ActionStop:
-			err = s.store.TransitionJob(ctx, c.JobID, store.Transition{From: models.JobHeld, To: models.JobQueued, Reason: "governance-reverted",
-				Message: fmt.Sprintf("action of alert #%d reverted by %s", id, who), Actor: who})
-		case ActionLowerPriority:
-			err = s.store.SetJobPriorityClass(ctx, c.JobID, c.To, c.From, "governance-reverted",
-				fmt.Sprintf("action of alert #%d reverted by %s", id, who), who)
+	// The jobs go back and the revert is recorded and audited in one transaction.
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		done := rec
+		for _, c := range rec.Jobs {
+			var err error
+			switch rec.Kind {
+			case ActionHold, ActionStop:
+				err = tx.TransitionJob(ctx, c.JobID, store.Transition{From: models.JobHeld, To: models.JobQueued, Reason: "governance-reverted",
+					Message: fmt.Sprintf("action of alert #%d reverted by %s", id, who), Actor: who})
+			case ActionLowerPriority:
+				err = tx.SetJobPriorityClass(ctx, c.JobID, c.To, c.From, "governance-reverted",
+					fmt.Sprintf("action of alert #%d reverted by %s", id, who), who)
+			}
+			if errors.Is(err, store.ErrStale) {
+				done.Notes = append(done.Notes, fmt.Sprintf("revert: job %s (#%d) is no longer %s: left alone", c.Name, c.JobID, c.To))
+				continue
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if errors.Is(err, store.ErrStale) {
-			rec.Notes = append(rec.Notes, fmt.Sprintf("revert: job %s (#%d) is no longer %s: left alone", c.Name, c.JobID, c.To))
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("revert action of alert %d: %w", id, err)
-		}
-	}
-	t := now.UTC()
-	rec.RevertedAt, rec.RevertedBy = &t, who
-	if err := s.record(ctx, a, rec, "governance.action.reverted", map[string]any{}); err != nil {
-		return nil, err
+		t := now.UTC()
+		done.RevertedAt, done.RevertedBy = &t, who
+		return s.recordIn(ctx, tx, a, done, "governance.action.reverted", map[string]any{})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("revert action of alert %d: %w", id, err)
 	}
 	return a, nil
 }

@@ -221,3 +221,44 @@ func TestStopWithoutStopperIsReported(t *testing.T) {
 		}
 	})
 }
+
+// refuseAuditOf makes the database refuse audit events with action, as a full disk or
+// a lost connection would at the worst moment.
+func refuseAuditOf(t *testing.T, cfg store.Config, st *store.Store, action string) {
+	if st.Dialect() == "postgres" {
+		storetest.Exec(t, cfg, `CREATE FUNCTION refuse_audit() RETURNS trigger AS $$ BEGIN
+			IF NEW.action = '`+action+`' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`)
+		storetest.Exec(t, cfg, "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()")
+		return
+	}
+	storetest.Exec(t, cfg, `CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events WHEN NEW.action = '`+action+`'
+		BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+}
+
+// A hold changes its jobs in the transaction that audits it: when the audit event
+// cannot be written, no job is held.
+func TestHoldThatCannotBeAuditedHoldsNothing(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			cfg := b.Config(t)
+			s := storetest.Open(t, cfg)
+			e := newEnv(t, s, governance.Config{})
+			e.rule(governance.RuleInput{Name: "team-cost-spike", Metric: "team_cost_ratio", Threshold: 200, WindowSec: 7 * 86400, Action: "hold", Enabled: true})
+			q := e.job("q1", "ada", "detect", models.JobQueued)
+			for d := 1; d <= 7; d++ {
+				e.spend("detect", 10, tue.AddDate(0, 0, -d))
+			}
+			e.spend("detect", 30, tue.Add(-time.Hour))
+			refuseAuditOf(t, cfg, s, "governance.action")
+			rep, err := e.gov.Evaluate(e.ctx, tue)
+			must(t, err)
+			if len(rep.Raised) != 1 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "record action") {
+				t.Fatalf("evaluate = %d raised, problems %v; want the alert and its unrecorded action", len(rep.Raised), rep.Problems)
+			}
+			if got, _ := e.state(q); got != models.JobQueued {
+				t.Errorf("job is %s after a hold that could not be audited, want queued", got)
+			}
+		})
+	}
+}
