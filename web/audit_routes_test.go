@@ -109,6 +109,14 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: fmt.Sprintf("/admin/cost/channels/%d", ch.ID), form: url.Values{"name": {ch.Name}, "kind": {"webhook"}},
 			action: "channel.updated", object: "channel", id: fmt.Sprint(ch.ID)}
 	},
+	"POST /api/v1/usage": func(w *world) change {
+		r := &models.CostRate{Resource: models.ResourceEgress, Unit: "GiB", RateMicros: 90_000, EffectiveFrom: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}
+		w.must(w.st.CreateCostRate(w.ctx, r))
+		p := w.projects[true]
+		return change{as: models.RoleAdmin, path: "/api/v1/usage",
+			json:   fmt.Sprintf(`{"resource": "egress", "project": %q, "bytes": 1073741824, "from": "2026-03-01T09:00:00Z", "to": "2026-03-01T10:00:00Z"}`, p.Name),
+			action: "usage.recorded", object: "project", id: fmt.Sprint(p.ID)}
+	},
 	"POST /admin/images": func(w *world) change {
 		name := "pytorch-" + w.unique()
 		return change{as: models.RoleAdmin, path: "/admin/images", form: url.Values{"name": {name}, "reference": {"nvcr.io/nvidia/pytorch:24.10-py3"},
