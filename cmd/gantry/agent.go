@@ -21,8 +21,9 @@ type agentOpts struct {
 	server, joinToken, dataDir, name, runtime string
 	simulateGPUs, checkpointDir               string
 	interruptionURL, interruptionFormat       string
+	containerCLI, containerNetwork            string
 	cpuMilli, memoryMiB, scratchMiB           int64
-	pollWait, interruptionPoll                time.Duration
+	pollWait, interruptionPoll, pullTimeout   time.Duration
 	probe                                     bool
 }
 
@@ -38,6 +39,13 @@ The first start joins the server with --join-token (create one with
 --data-dir; later starts need only --server and --data-dir. Jobs run under a
 supervisor of their own, so they keep running while the agent restarts.
 
+--runtime process runs each job's command on the node itself; docker and podman
+run it in a container of the job's image (pulled when the node lacks it, within
+--pull-timeout), with its GPUs (docker: --gpus through the NVIDIA container
+toolkit; podman: CDI devices named by UUID), CPU and memory limits, and its
+working, scratch and checkpoint directories under /gantry. Images the catalog
+marks for pre-pull are pulled before a job needs them.
+
 GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unless
 --simulate-gpus gives a simulated set (labelled SIMULATED everywhere).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,6 +58,11 @@ GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unle
 			}
 			if err := agentapi.ValidNodeName(o.name); err != nil {
 				return usageError{fmt.Errorf("--name %w", err)}
+			}
+			switch o.runtime {
+			case agentapi.RuntimeProcess, agentapi.RuntimeDocker, agentapi.RuntimePodman:
+			default:
+				return usageError{fmt.Errorf("--runtime %q: want process, docker or podman", o.runtime)}
 			}
 			gpus, err := openGPUs(o.simulateGPUs, o.name, log)
 			if err != nil {
@@ -71,6 +84,7 @@ GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unle
 				Version: version, Shim: shim, GPUs: gpus, CPUMilli: o.cpuMilli, MemoryMiB: o.memoryMiB,
 				ScratchMiB: o.scratchMiB, CheckpointRoot: o.checkpointDir, PollWait: o.pollWait,
 				InterruptionURL: o.interruptionURL, InterruptionFormat: o.interruptionFormat, InterruptionPoll: o.interruptionPoll,
+				ContainerCLI: o.containerCLI, ContainerNetwork: o.containerNetwork, PullTimeout: o.pullTimeout,
 				HTTP: &http.Client{}, Log: log,
 			})
 			if err != nil {
@@ -84,7 +98,10 @@ GPUs are found through NVML. Without an NVIDIA driver the node has no GPUs, unle
 	f.StringVar(&o.joinToken, "join-token", "", "join token for the first start (then the credential in --data-dir is used)")
 	f.StringVar(&o.dataDir, "data-dir", "./gantry-agent", "directory of the node credential, running jobs' files and checkpoints")
 	f.StringVar(&o.name, "name", "", "node name (default: the host name)")
-	f.StringVar(&o.runtime, "runtime", agentapi.RuntimeProcess, "job runtime: process")
+	f.StringVar(&o.runtime, "runtime", agentapi.RuntimeProcess, "job runtime: process, docker or podman")
+	f.StringVar(&o.containerCLI, "container-cli", "", "the docker or podman command (default: the runtime's name on PATH)")
+	f.StringVar(&o.containerNetwork, "container-network", "host", "network of job containers (docker/podman --network: host, none, bridge, or a network's name)")
+	f.DurationVar(&o.pullTimeout, "pull-timeout", 10*time.Minute, "longest an image pull may take before the job fails")
 	f.StringVar(&o.simulateGPUs, "simulate-gpus", "", `simulate GPUs instead of NVML, e.g. "2xA100-80GB,4xL4-24GB"`)
 	f.StringVar(&o.checkpointDir, "checkpoint-dir", "", "where jobs keep checkpoints, one directory per job (default: DATA-DIR/checkpoints; use shared storage to resume on other nodes)")
 	f.Int64Var(&o.cpuMilli, "cpu-milli", 0, "CPU offered to jobs in milli-cores (default: all CPUs)")

@@ -137,6 +137,9 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		{"e-mail without a server", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-from", "gantry@example.com"}, 2, "--smtp-from, --smtp-user and GANTRY_SMTP_PASSWORD need --smtp-host"},
 		{"bad sender", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-host", "mail.example", "--smtp-from", "gantry"}, 2, `--smtp-from "gantry": want an e-mail address`},
 		{"password without user", []string{"GANTRY_SMTP_PASSWORD=s3cret"}, []string{"serve", "--data-dir", t.TempDir(), "--smtp-host", "mail.example", "--smtp-from", "gantry@example.com"}, 2, "--smtp-user and GANTRY_SMTP_PASSWORD go together"},
+		{"unknown runtime", nil, []string{"agent", "--server", "http://127.0.0.1:1", "--data-dir", t.TempDir(), "--runtime", "kubernetes"}, 2, `--runtime "kubernetes": want process, docker or podman`},
+		{"runtime without its command", nil, []string{"agent", "--server", "http://127.0.0.1:1", "--data-dir", t.TempDir(), "--log-level", "error",
+			"--runtime", "podman", "--container-cli", filepath.Join(t.TempDir(), "podman")}, 1, "--runtime podman needs the podman command: install it or give its path with --container-cli"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

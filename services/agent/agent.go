@@ -26,7 +26,7 @@ type Config struct {
 	JoinToken string // needed only until the node has joined
 	DataDir   string // credential, lease, attempts, checkpoints
 	Name      string // node name; the host name by default
-	Runtime   string // agentapi.RuntimeProcess
+	Runtime   string // agentapi.RuntimeProcess, RuntimeDocker or RuntimePodman
 	Version   string // the agent's version, shown in the admin console
 	// Shim is the command that runs an attempt's supervisor; the attempt
 	// directory is appended. `gantry agent shim` in production.
@@ -40,6 +40,15 @@ type Config struct {
 	CheckpointRoot string
 	// PollWait is how long one lease poll may wait on the server.
 	PollWait time.Duration
+	// For the container runtimes: ContainerCLI is the docker or podman command (the
+	// runtime's name on PATH when empty), ContainerNetwork the network containers
+	// join ("host" when empty), PullTimeout bounds one image pull (10 minutes when
+	// zero), PrePullEvery is how often the images to hold ahead of need are looked
+	// after (a minute when zero).
+	ContainerCLI     string
+	ContainerNetwork string
+	PullTimeout      time.Duration
+	PrePullEvery     time.Duration
 	// InterruptionURL is the instance-metadata endpoint that announces a spot
 	// interruption; empty watches none. InterruptionFormat is NoticeAWS, NoticeGCP or
 	// NoticeAzure (guessed from the URL when empty); InterruptionPoll is how often it
@@ -66,8 +75,12 @@ type Agent struct {
 	beatNow chan struct{}
 
 	// cgroups is where jobs get their CPU and memory limits; nil where cgroup v2
-	// cannot be used.
+	// cannot be used, and on container runtimes, which limit their containers.
 	cgroups *cgroupTree
+	// cli runs containers on a docker or podman node; nil for the process runtime.
+	cli *containerCLI
+	// images follows the images the node holds, for pre-pulls and the heartbeat.
+	images *imageKeeper
 	// usage turns the jobs' CPU readings into reports; the heartbeat alone uses it.
 	usage *usageMeter
 
@@ -83,8 +96,25 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("--data-dir is required: the agent keeps its credential and its jobs' files there")
 	}
-	if cfg.Runtime != agentapi.RuntimeProcess {
-		return nil, fmt.Errorf("--runtime %q is not available yet: use process", cfg.Runtime)
+	var cli *containerCLI
+	switch cfg.Runtime {
+	case agentapi.RuntimeProcess:
+	case agentapi.RuntimeDocker, agentapi.RuntimePodman:
+		var err error
+		if cli, err = newContainerCLI(cfg.Runtime, cfg.ContainerCLI); err != nil {
+			return nil, err
+		}
+		if cfg.ContainerNetwork == "" {
+			cfg.ContainerNetwork = "host"
+		}
+		if cfg.PullTimeout <= 0 {
+			cfg.PullTimeout = 10 * time.Minute
+		}
+		if cfg.PrePullEvery <= 0 {
+			cfg.PrePullEvery = time.Minute
+		}
+	default:
+		return nil, fmt.Errorf("--runtime %q: want process, docker or podman", cfg.Runtime)
 	}
 	if len(cfg.Shim) == 0 || cfg.GPUs == nil || cfg.Log == nil || cfg.HTTP == nil {
 		return nil, errors.New("agent config lacks its shim command, GPU source, HTTP client or logger")
@@ -103,7 +133,10 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, client: c, log: cfg.Log, usage: newUsageMeter(), attempts: map[agentapi.AttemptRef]*attempt{}, orphans: map[agentapi.AttemptRef]bool{},
-		beatNow: make(chan struct{}, 1)}
+		beatNow: make(chan struct{}, 1), cli: cli}
+	if cli != nil {
+		a.images = newImageKeeper(cli, cfg.PullTimeout, cfg.Log)
+	}
 	if cfg.InterruptionURL != "" {
 		format := cfg.InterruptionFormat
 		if format == "" {
@@ -146,13 +179,24 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	if a.cli != nil {
+		cctx, cancel := context.WithTimeout(ctx, cliTimeout)
+		v, err := a.cli.check(cctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		a.log.Info("container runtime answers", "runtime", a.cli.runtime, "version", v)
+	}
 	id, err := a.ensureJoined(ctx)
 	if err != nil {
 		return err
 	}
 	a.client.credential = id.Credential
-	a.log.Info("agent running", "node", id.Name, "server", a.cfg.Server, "simulated_gpus", a.cfg.GPUs.Simulated())
-	if a.cgroups, err = setupCgroups(); err != nil {
+	a.log.Info("agent running", "node", id.Name, "server", a.cfg.Server, "runtime", a.cfg.Runtime, "simulated_gpus", a.cfg.GPUs.Simulated())
+	if a.cli != nil {
+		a.log.Info("jobs run in containers", "runtime", a.cli.runtime, "cli", a.cli.path, "network", a.cfg.ContainerNetwork)
+	} else if a.cgroups, err = setupCgroups(); err != nil {
 		a.log.Info("jobs run without cgroup v2 CPU and memory limits", "why", err)
 	} else {
 		a.log.Info("jobs run in cgroup v2 with their CPU and memory limits", "cgroup", a.cgroups.jobs)
@@ -175,6 +219,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.notice != nil {
 		loops.Add(1)
 		go func() { defer loops.Done(); a.notice.run(ctx, a.beatSoon) }()
+	}
+	if a.images != nil {
+		loops.Add(1)
+		go func() { defer loops.Done(); a.images.run(ctx, a.cfg.PrePullEvery) }()
 	}
 	loops.Wait()
 	a.wg.Wait()
@@ -278,7 +326,7 @@ func (a *Agent) beat(ctx context.Context) error {
 }
 
 func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, error) {
-	req := agentapi.HeartbeatRequest{Interruption: a.notice.current()}
+	req := agentapi.HeartbeatRequest{Interruption: a.notice.current(), Images: a.images.report()}
 	if now := time.Now(); a.usage.due(now, usageBeats*time.Duration(a.heartbeatEvery.Load())) {
 		req.Jobs = a.usage.report(now, a.cpuOfAttempts(now))
 	}
@@ -303,6 +351,10 @@ func (a *Agent) heartbeat(ctx context.Context) (agentapi.HeartbeatResponse, erro
 	res, herr := a.client.heartbeat(hctx, req)
 	if herr == nil && err == nil {
 		a.lastInv = b
+	}
+	if herr == nil {
+		a.images.reported(req.Images)
+		a.images.want(res.PrePull)
 	}
 	return res, herr
 }
@@ -426,12 +478,16 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 	if err := f.writeJSON(leaseFile, l); err != nil {
 		return err
 	}
+	jc := jobContext{work: f.path(workDir), scratch: f.path(scratchDir), checkpoints: checkpoint, server: a.client.base, token: token}
+	var container *containerSpec
+	if a.cli != nil {
+		container = a.containerSpec(l, f, checkpoint)
+		jc.work, jc.scratch, jc.checkpoints, jc.container = containerWork, containerScratch, containerCheckpoint, true
+		a.images.usedImage(l.Image)
+	}
 	spec := shimSpec{
 		Command: l.Command, WorkDir: f.path(workDir), Fence: filepath.Join(a.cfg.DataDir, fenceFile),
-		Env: jobEnv(l, jobContext{
-			work: f.path(workDir), scratch: f.path(scratchDir), checkpoints: checkpoint, server: a.client.base, token: token,
-		}),
-		MemoryMiB: l.MemoryMiB,
+		Env: jobEnv(l, jc), MemoryMiB: l.MemoryMiB, Container: container,
 	}
 	if a.cgroups != nil {
 		cg, err := a.cgroups.create(attemptDirName(l.AttemptRef), l.CPUMilli, l.MemoryMiB)
@@ -450,8 +506,31 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 	a.log.Info("attempt started", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica, "gpus", len(l.Devices))
 	at := newAttempt(l.AttemptRef, dir, checkpoint)
 	at.reaped, at.cgroup = reaped, spec.Cgroup
+	at.useContainer(spec.Container)
 	a.track(ctx, at)
 	return nil
+}
+
+// containerSpec is how the attempt's container runs: the lease's image, GPUs and
+// limits, with its working, scratch and checkpoint directories bound in.
+func (a *Agent) containerSpec(l agentapi.Lease, f attemptFiles, checkpoint string) *containerSpec {
+	var gpus []string
+	for _, d := range l.Devices {
+		gpus = append(gpus, d.Visible())
+	}
+	return &containerSpec{
+		Runtime: a.cli.runtime, CLI: a.cli.path, Name: containerName(l.AttemptRef, f.dir), Image: l.Image,
+		Network: a.cfg.ContainerNetwork, PullTimeoutMS: a.cfg.PullTimeout.Milliseconds(),
+		GPUs: gpus, CPUMilli: l.CPUMilli, MemoryMiB: l.MemoryMiB,
+		Mounts: []mount{
+			{Host: f.path(workDir), Container: containerWork},
+			{Host: f.path(scratchDir), Container: containerScratch},
+			{Host: checkpoint, Container: containerCheckpoint},
+		},
+		Labels: map[string]string{
+			"gantry.job": strconv.FormatInt(l.JobID, 10), "gantry.attempt": strconv.Itoa(l.Attempt), "gantry.replica": strconv.Itoa(l.Replica),
+		},
+	}
 }
 
 func (a *Agent) track(ctx context.Context, at *attempt) {
@@ -488,6 +567,7 @@ func (a *Agent) reattach(ctx context.Context) error {
 		var spec shimSpec
 		if err := f.readJSON(specFile, &spec); err == nil {
 			at.cgroup = spec.Cgroup
+			at.useContainer(spec.Container)
 		}
 		a.log.Info("re-attached to an attempt", "job", l.JobID, "attempt", l.Attempt, "replica", l.Replica)
 		a.track(ctx, at)

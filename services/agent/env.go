@@ -19,19 +19,24 @@ type jobContext struct {
 	work, scratch, checkpoints string
 	// server is the URL the job reports to (GANTRY_SERVER), token its job token.
 	server, token string
+	// container: the job runs in a container, whose image has its own PATH and locale;
+	// the directories are where the container sees them.
+	container bool
 }
 
 // jobEnv is the environment of an attempt: the basics, the job's own variables,
 // then Gantry's, which the job cannot override.
 func jobEnv(l agentapi.Lease, jc jobContext) []string {
 	env := map[string]string{"HOME": jc.work, "TMPDIR": jc.scratch}
-	for _, k := range passedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
+	if !jc.container {
+		for _, k := range passedEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
 		}
-	}
-	if _, ok := env["PATH"]; !ok {
-		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+		if _, ok := env["PATH"]; !ok {
+			env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+		}
 	}
 	for k, v := range l.Env {
 		env[k] = v

@@ -46,8 +46,9 @@ func (a *Agent) enforceMemory(ctx context.Context) {
 	}
 }
 
-// checkMemory compares each sharing attempt's GPU memory, summed over the
-// processes of its process group, with its limit, and stops those over it.
+// checkMemory compares each sharing attempt's GPU memory, summed over its processes
+// (those of its process group, or of its container's cgroup), with its limit, and
+// stops those over it.
 func (a *Agent) checkMemory(ctx context.Context) error {
 	a.mu.Lock()
 	type watched struct {
@@ -76,13 +77,18 @@ func (a *Agent) checkMemory(ctx context.Context) error {
 		return err
 	}
 	for _, w := range ws {
-		group := w.at.files.jobPID()
-		if group <= 0 {
+		job := w.at.files.jobPID()
+		if job <= 0 {
 			continue
+		}
+		owns := func(pid int) bool { return processGroup(pid) == job }
+		if w.at.ctr != nil {
+			cg := cgroupOf(job)
+			owns = func(pid int) bool { return cg != "" && cgroupOf(pid) == cg }
 		}
 		used := map[string]int64{}
 		for _, p := range procs {
-			if p.UsedMiB != nil && processGroup(p.PID) == group {
+			if p.UsedMiB != nil && owns(p.PID) {
 				used[p.DeviceUUID] += *p.UsedMiB
 			}
 		}

@@ -34,6 +34,9 @@ type shimSpec struct {
 	// Cgroup is the cgroup v2 the job runs in, with its limits; empty for none.
 	Cgroup    string `json:"cgroup,omitempty"`
 	MemoryMiB int64  `json:"memory_mib,omitempty"`
+	// Container is set on a docker or podman node: the job runs in it, and WorkDir
+	// and Cgroup are not used.
+	Container *containerSpec `json:"container,omitempty"`
 }
 
 // exitStatus is how an attempt ended, written by its shim.
@@ -48,13 +51,15 @@ type exitStatus struct {
 const fencePoll = 100 * time.Millisecond
 
 // RunShim supervises one attempt: the main of `gantry agent shim DIR`. It runs the
-// command of DIR/spec.json in its own process group with its output in
-// DIR/stdout.log and DIR/stderr.log, stops it when the lease runs out, and writes
-// DIR/exit.json when it ends. It returns the shim's own exit code.
+// command of DIR/spec.json, in its own process group or in a container, with its
+// output in DIR/stdout.log and DIR/stderr.log, stops it when the lease runs out,
+// and writes DIR/exit.json when it ends. It returns the shim's own exit code.
 func RunShim(dir string) int {
-	// Catch, not ignore: an ignored signal would stay ignored in the job.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	st := superviseCommand(dir)
+	// Catch, not ignore: an ignored signal would stay ignored in the job. Once the
+	// job runs, the shim ignores them: it outlives whatever stops the agent.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	st, cleanup := superviseAttempt(dir, signals)
 	b, err := json.Marshal(st)
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(dir, exitFile), b, 0o644)
@@ -63,10 +68,15 @@ func RunShim(dir string) int {
 		fmt.Fprintln(os.Stderr, "gantry shim:", err)
 		return 1
 	}
+	if cleanup != nil {
+		cleanup()
+	}
 	return 0
 }
 
-func superviseCommand(dir string) exitStatus {
+// superviseAttempt runs the attempt of dir and returns how it ended, and what to
+// clean up once that is recorded.
+func superviseAttempt(dir string, signals <-chan os.Signal) (exitStatus, func()) {
 	var spec shimSpec
 	b, err := os.ReadFile(filepath.Join(dir, specFile))
 	if err == nil {
@@ -76,18 +86,26 @@ func superviseCommand(dir string) exitStatus {
 		err = errors.New("empty command")
 	}
 	if err != nil {
-		return failedStart(dir, 126, fmt.Errorf("read %s: %w", specFile, err))
+		return failedStart(dir, 126, fmt.Sprintf("cannot start the command: read %s: %v", specFile, err)), nil
 	}
 	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return failedStart(dir, 126, err)
+		return failedStart(dir, 126, "cannot start the command: "+err.Error()), nil
 	}
 	defer stdout.Close()
 	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return failedStart(dir, 126, err)
+		return failedStart(dir, 126, "cannot start the command: "+err.Error()), nil
 	}
 	defer stderr.Close()
+	if spec.Container != nil {
+		return runContainer(dir, spec, stdout, stderr, signals)
+	}
+	return runProcess(dir, spec, stdout, stderr), nil
+}
+
+// runProcess runs the command in its own process group (and cgroup, when it has one).
+func runProcess(dir string, spec shimSpec, stdout, stderr *os.File) exitStatus {
 	// Look the command up on the job's PATH, not the shim's.
 	for _, kv := range spec.Env {
 		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
@@ -106,15 +124,18 @@ func superviseCommand(dir string) exitStatus {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		return failedStart(dir, code, err)
+		return failedStart(dir, code, "cannot start the command: "+err.Error())
 	}
 	pid := cmd.Process.Pid
 	if err := writeFileAtomic(filepath.Join(dir, pidFile), []byte(fmt.Sprintf("%d\n", pid)), 0o644); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	fenced := watchFence(spec.Fence, pid, waited)
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	fenced := watchFence(spec.Fence, func(sig syscall.Signal) { syscall.Kill(-pid, sig) }, exited)
 	// The job is its process group (and its cgroup): take down what it left behind.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	st := exitStatus{ExitCode: cmd.ProcessState.ExitCode(), EndedAt: time.Now().UTC()}
@@ -122,7 +143,7 @@ func superviseCommand(dir string) exitStatus {
 		st.ExitCode, st.Signal = -1, signalName(ws.Signal())
 	}
 	if fenced {
-		st.Message = "stopped by the node itself: its agent lost contact with the server, which will run the job elsewhere"
+		st.Message = fencedMessage
 	}
 	if spec.Cgroup != "" {
 		if st.ExitCode != 0 && oomKills(spec.Cgroup) > 0 {
@@ -132,6 +153,9 @@ func superviseCommand(dir string) exitStatus {
 	}
 	return st
 }
+
+// fencedMessage is the exit message of a job its own node stopped.
+const fencedMessage = "stopped by the node itself: its agent lost contact with the server, which will run the job elsewhere"
 
 // startInCgroup starts the command made by command inside the cgroup dir (none when
 // empty). Where the kernel cannot start a process into a cgroup (clone3, Linux 5.7),
@@ -175,16 +199,18 @@ func removeCgroup(dir string) {
 	fmt.Fprintln(os.Stderr, "gantry shim: cannot remove the job's cgroup", dir)
 }
 
-// watchFence waits for the job to end, stopping it when the lease runs out. It
-// reports whether it had to.
-func watchFence(fence string, pid int, waited <-chan error) bool {
+// watchFence waits until exited is closed, stopping the job through stop when the
+// lease runs out: SIGTERM, then SIGKILL (sent again every second until the job is
+// gone). It reports whether it had to.
+func watchFence(fence string, stop func(syscall.Signal), exited <-chan struct{}) bool {
 	t := time.NewTicker(fencePoll)
 	defer t.Stop()
 	fenced := false
 	termSent := false
+	var killedAt time.Time
 	for {
 		select {
-		case <-waited:
+		case <-exited:
 			return fenced
 		case <-t.C:
 		}
@@ -192,18 +218,20 @@ func watchFence(fence string, pid int, waited <-chan error) bool {
 		now := time.Now()
 		switch {
 		case err != nil || !now.Before(d.kill):
-			syscall.Kill(-pid, syscall.SIGKILL)
+			if now.Sub(killedAt) >= time.Second {
+				stop(syscall.SIGKILL)
+				killedAt = now
+			}
 			fenced = true
 		case !now.Before(d.term) && !termSent:
-			syscall.Kill(-pid, syscall.SIGTERM)
+			stop(syscall.SIGTERM)
 			termSent, fenced = true, true
 		}
 	}
 }
 
-// failedStart records a command that could not start, in its stderr and its exit status.
-func failedStart(dir string, code int, err error) exitStatus {
-	msg := "cannot start the command: " + err.Error()
+// failedStart records an attempt that could not start, in its stderr and its exit status.
+func failedStart(dir string, code int, msg string) exitStatus {
 	if f, ferr := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
 		fmt.Fprintln(f, "gantry:", msg)
 		f.Close()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,7 +25,10 @@ type attempt struct {
 	files      attemptFiles
 	checkpoint string
 	// cgroup is the cgroup v2 the job runs in; empty when it runs in none.
-	cgroup    string
+	cgroup string
+	// ctr is the container the job runs in, and cli its runtime; nil for a process.
+	ctr       *containerSpec
+	cli       *containerCLI
 	stops     chan agentapi.Stop
 	staleOnce sync.Once
 	staleCh   chan struct{}
@@ -56,6 +61,38 @@ func (at *attempt) requestStop(s agentapi.Stop) {
 		default:
 		}
 	}
+}
+
+// useContainer says that the attempt runs in the container c describes (nil: as a process).
+func (at *attempt) useContainer(c *containerSpec) {
+	if c != nil {
+		at.ctr, at.cli = c, &containerCLI{runtime: c.Runtime, path: c.CLI}
+	}
+}
+
+// signal sends sig to the job: to its process group, or through the runtime to its
+// container's init. A container that does not run yet (its image is being pulled)
+// has its start stopped instead, by a SIGTERM to the shim; a checkpoint request
+// waits until it runs.
+func (at *attempt) signal(sig syscall.Signal) error {
+	if at.cli == nil {
+		return at.files.signal(sig)
+	}
+	if at.files.jobPID() <= 0 {
+		if sig == syscall.SIGUSR1 {
+			return errors.New("the container does not run yet")
+		}
+		if !at.shimAlive() {
+			return errors.New("its supervisor is not running")
+		}
+		if err := syscall.Kill(readPID(at.files.path(shimPIDFile)), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("stop the start of the container: %w", err)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	return at.cli.kill(ctx, at.ctr.Name, sig)
 }
 
 // markStale says the server no longer wants this attempt: it is killed at once.
@@ -112,7 +149,7 @@ func (ag *Agent) supervise(ctx context.Context, at *attempt) {
 		}
 		if at.isStale() && !killed && st == nil {
 			log.Warn("the server moved this attempt on: killing it")
-			if at.files.signal(syscall.SIGKILL) == nil {
+			if at.signal(syscall.SIGKILL) == nil {
 				killed = true
 			}
 		}
@@ -151,6 +188,11 @@ func (ag *Agent) exitOf(at *attempt) (*exitStatus, error) {
 		return st, err
 	}
 	st = &exitStatus{ExitCode: -1, Message: "its supervisor vanished (killed, or the node restarted)", EndedAt: time.Now().UTC()}
+	if at.cli != nil {
+		if st, err = at.containerAfterShim(); err != nil {
+			return nil, err
+		}
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -158,9 +200,39 @@ func (ag *Agent) exitOf(at *attempt) (*exitStatus, error) {
 	return st, writeFileAtomic(at.files.path(exitFile), b, 0o644)
 }
 
-// reportStart tells the server once that the attempt started.
+// containerAfterShim is how an attempt whose shim vanished ended, as its runtime
+// says: the exit code of a container that ended, or none for one that still ran,
+// which is stopped (nothing would follow its output or its lease any more). The
+// container is removed.
+func (at *attempt) containerAfterShim() (*exitStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cliTimeout)
+	defer cancel()
+	st, err := at.cli.state(ctx, at.ctr.Name)
+	if err != nil {
+		return nil, fmt.Errorf("ask the runtime how the container of an attempt whose supervisor vanished is: %w", err)
+	}
+	out := exitStatus{ExitCode: -1, Message: "its supervisor vanished (killed, or the node restarted) before its container ran", EndedAt: time.Now().UTC()}
+	switch {
+	case st == nil:
+	case st.Running:
+		out.Message = "its supervisor vanished (killed, or the node restarted) while its container ran: the container was stopped"
+	default:
+		out = containerExit(st, at.ctr.MemoryMiB)
+		out.Message = strings.TrimSuffix("its supervisor vanished after its container ended; "+out.Message, "; ")
+	}
+	if err := at.cli.remove(ctx, at.ctr.Name); err != nil {
+		return nil, fmt.Errorf("remove the container of an attempt whose supervisor vanished: %w", err)
+	}
+	return &out, nil
+}
+
+// reportStart tells the server once that the attempt started: once its job has a
+// process (a container whose image is being pulled has not started), or has ended.
 func (ag *Agent) reportStart(ctx context.Context, at *attempt) error {
 	if at.files.has(startedFile) || at.isStale() {
+		return nil
+	}
+	if !at.files.has(pidFile) && !at.files.has(exitFile) {
 		return nil
 	}
 	if err := ag.client.report(ctx, agentapi.Report{AttemptRef: at.ref, Event: agentapi.EventStarted}); err != nil {
@@ -264,7 +336,7 @@ func (p *stopProtocol) begin(s agentapi.Stop, ag *Agent, at *attempt, log *slog.
 			"deadline": time.Now().UTC().Add(time.Duration(s.GraceMS) * time.Millisecond),
 		})
 		if err := writeFileAtomic(filepath.Join(at.checkpoint, CheckpointRequestFile), req, 0o644); err == nil {
-			if at.files.signal(syscall.SIGUSR1) == nil {
+			if at.signal(syscall.SIGUSR1) == nil {
 				p.phase, p.deadline = 1, time.Now().Add(time.Duration(s.GraceMS)*time.Millisecond)
 				return
 			}
@@ -282,7 +354,7 @@ func (p *stopProtocol) advance(ag *Agent, at *attempt, log *slog.Logger) {
 	if p.phase == 2 {
 		sig, next = syscall.SIGKILL, 3
 	}
-	if err := at.files.signal(sig); err != nil {
+	if err := at.signal(sig); err != nil {
 		return // no pid yet: try again on the next tick
 	}
 	log.Info("signalled the attempt", "signal", signalName(sig))

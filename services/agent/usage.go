@@ -68,13 +68,15 @@ func (m *usageMeter) report(now time.Time, readings map[agentapi.AttemptRef]cpuR
 }
 
 // cpuOfAttempts reads the CPU each running attempt has used: from its cgroup when it
-// has one (exact, exited processes included), else summed over its process group.
+// has one (exact, exited processes included; a container's is its init's), else
+// summed over its process group.
 func (a *Agent) cpuOfAttempts(now time.Time) map[agentapi.AttemptRef]cpuReading {
 	a.mu.Lock()
 	type running struct {
-		ref    agentapi.AttemptRef
-		group  int
-		cgroup string
+		ref       agentapi.AttemptRef
+		group     int
+		cgroup    string
+		container bool
 	}
 	var rs []running
 	for ref, at := range a.attempts {
@@ -82,13 +84,19 @@ func (a *Agent) cpuOfAttempts(now time.Time) map[agentapi.AttemptRef]cpuReading 
 			continue
 		}
 		if pid := at.files.jobPID(); pid > 0 {
-			rs = append(rs, running{ref: ref, group: pid, cgroup: at.cgroup})
+			rs = append(rs, running{ref: ref, group: pid, cgroup: at.cgroup, container: at.ctr != nil})
 		}
 	}
 	a.mu.Unlock()
 	out := map[agentapi.AttemptRef]cpuReading{}
 	var groups map[int]int64
 	for _, r := range rs {
+		if r.container {
+			if usec, err := pidCgroupCPU(r.group); err == nil {
+				out[r.ref] = cpuReading{usec: usec, at: now}
+			}
+			continue
+		}
 		if r.cgroup != "" {
 			if usec, err := cgroupCPU(r.cgroup); err == nil {
 				out[r.ref] = cpuReading{usec: usec, at: now}

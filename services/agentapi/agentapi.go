@@ -114,7 +114,22 @@ type HeartbeatRequest struct {
 	Inventory *gpu.Inventory `json:"inventory,omitempty"`
 	// Interruption is set once the node's provider announced it reclaims the machine.
 	Interruption *Interruption `json:"interruption,omitempty"`
+	// Images are the images a container node holds, of those it was asked to pre-pull
+	// or its jobs ran; sent when they changed since the server last took them.
+	Images *ImageReport `json:"images,omitempty"`
 }
+
+// ImageReport lists the image references a node holds, as the catalog and the
+// jobs name them.
+type ImageReport struct {
+	Pulled []string `json:"pulled"`
+}
+
+// Bounds of an image report.
+const (
+	MaxImages      = 1024
+	MaxImageRefLen = 512
+)
 
 // Interruption is a provider's notice that it takes the machine away at Deadline
 // (a spot interruption), as the agent read it from the instance metadata.
@@ -142,6 +157,9 @@ type HeartbeatResponse struct {
 	NodeStateReason string `json:"node_state_reason,omitempty"`
 	// TelemetryError says why the heartbeat's sample was refused; the heartbeat itself counted.
 	TelemetryError string `json:"telemetry_error,omitempty"`
+	// PrePull are the images a docker or podman node should hold before a job needs
+	// them (the catalog's pre-pull marks); none for a process node.
+	PrePull []string `json:"pre_pull,omitempty"`
 	Timing
 }
 
@@ -223,7 +241,8 @@ type Report struct {
 	AttemptRef
 	Event string `json:"event"`
 	// ExitCode of an exited attempt: the command's status, or -1 when it was
-	// killed by a signal or its supervisor vanished (Message says which).
+	// killed by a signal or its supervisor vanished (Message says which). A
+	// container runtime reports a job killed by signal n as 128+n, Signal naming it.
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Message  string `json:"message,omitempty"`
@@ -334,6 +353,16 @@ func (r *HeartbeatRequest) Validate() error {
 			return models.Invalid("interruption.deadline", "is required: when the provider takes the machine")
 		case i.Reason == "" || len(i.Reason) > 500 || !utf8.ValidString(i.Reason):
 			return models.Invalid("interruption.reason", "is required (at most 500 characters)")
+		}
+	}
+	if im := r.Images; im != nil {
+		if len(im.Pulled) > MaxImages {
+			return models.Invalid("images.pulled", "has %d images: at most %d", len(im.Pulled), MaxImages)
+		}
+		for i, ref := range im.Pulled {
+			if ref == "" || len(ref) > MaxImageRefLen || !utf8.ValidString(ref) || strings.ContainsAny(ref, " \t\r\n") {
+				return models.Invalid(fmt.Sprintf("images.pulled[%d]", i), "must be an image reference of 1 to %d characters without spaces", MaxImageRefLen)
+			}
 		}
 	}
 	if len(r.Jobs) > MaxJobUsages {
