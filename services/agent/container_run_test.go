@@ -386,3 +386,46 @@ func TestPodmanSelectsGPUsThroughCDI(t *testing.T) {
 		t.Errorf("a GPU podman does not know: %+v", st)
 	}
 }
+
+// The image keeper reports which of the wanted and used images the node holds,
+// once until they change; a pre-pull that fails is not tried again at once.
+func TestImageKeeper(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		cli, image := containertest.Runtime(t, rt)
+		k := newImageKeeper(&containerCLI{runtime: rt, path: cli}, 10*time.Second, discard())
+		if r := k.report(); r != nil {
+			t.Fatalf("a report before the first look: %+v", r)
+		}
+		k.want([]string{"registry.invalid/gantry/wanted:1", image})
+		<-k.kick
+		k.usedImage("registry.invalid/gantry/used:1")
+		k.look(context.Background())
+		r := k.report()
+		if r == nil || len(r.Pulled) != 1 || r.Pulled[0] != image {
+			t.Fatalf("report = %+v, want only %s", r, image)
+		}
+		k.reported(r)
+		if again := k.report(); again != nil {
+			t.Fatalf("an unchanged report sent again at once: %+v", again)
+		}
+		if k.retryDue("registry.invalid/gantry/wanted:1") {
+			t.Error("a failed pre-pull is due again at once")
+		}
+		k.want([]string{image, "registry.invalid/gantry/wanted:1"})
+		select {
+		case <-k.kick:
+			t.Error("the same wanted images, reordered, count as a change")
+		default:
+		}
+		k.want(nil)
+		select {
+		case <-k.kick:
+		default:
+			t.Error("a change of the wanted images is not looked after at once")
+		}
+		k.look(context.Background())
+		if r := k.report(); r == nil || len(r.Pulled) != 0 {
+			t.Fatalf("report once nothing is wanted = %+v, want an empty list", r)
+		}
+	})
+}

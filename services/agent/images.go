@@ -13,6 +13,10 @@ import (
 // maxUsedImages bounds how many images of past jobs a node keeps reporting.
 const maxUsedImages = 256
 
+// imageResend is how often the images are reported even when unchanged: the server
+// follows only catalog images, and one added to the catalog later is then known.
+const imageResend = 5 * time.Minute
+
 // imageKeeper pulls the images the server wants on a container node before a job
 // needs them (the catalog's pre-pull marks, in each heartbeat's answer), and knows
 // which of those and of its jobs' images the node holds, for the heartbeat to
@@ -30,7 +34,7 @@ type imageKeeper struct {
 	held   []string             // of wanted and used, those the runtime holds; sorted
 	looked bool                 // held has been read once
 	sent   []string             // what the server took last
-	sentOK bool
+	sentAt time.Time
 }
 
 func newImageKeeper(cli *containerCLI, timeout time.Duration, log *slog.Logger) *imageKeeper {
@@ -81,7 +85,7 @@ func (k *imageKeeper) report() *agentapi.ImageReport {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.looked || k.sentOK && slices.Equal(k.held, k.sent) {
+	if !k.looked || !k.sentAt.IsZero() && slices.Equal(k.held, k.sent) && time.Since(k.sentAt) < imageResend {
 		return nil
 	}
 	return &agentapi.ImageReport{Pulled: slices.Clone(k.held)}
@@ -93,7 +97,7 @@ func (k *imageKeeper) reported(r *agentapi.ImageReport) {
 		return
 	}
 	k.mu.Lock()
-	k.sent, k.sentOK = r.Pulled, true
+	k.sent, k.sentAt = r.Pulled, time.Now()
 	k.mu.Unlock()
 }
 

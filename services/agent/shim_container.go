@@ -64,6 +64,9 @@ func runContainer(dir string, spec shimSpec, stdout, stderr *os.File, signals <-
 	run := exec.Command(c.CLI, runArgs(c, envFile, spec.Command)...)
 	run.Stdout, run.Stderr = stdout, stderr
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// What the runtime leaves in its working directory (podman's conmon writes an
+	// "oom" file there) stays with the attempt.
+	run.Dir = dir
 	if err := run.Start(); err != nil {
 		return failedStart(dir, 126, fmt.Sprintf("cannot start the container: %v", err)), nil
 	}

@@ -226,13 +226,13 @@ func (at *attempt) containerAfterShim() (*exitStatus, error) {
 	return &out, nil
 }
 
-// reportStart tells the server once that the attempt started: once its job has a
-// process (a container whose image is being pulled has not started), or has ended.
+// reportStart tells the server once that the attempt started: a process at once,
+// a container once it runs (not while its image is being pulled) or has ended.
 func (ag *Agent) reportStart(ctx context.Context, at *attempt) error {
 	if at.files.has(startedFile) || at.isStale() {
 		return nil
 	}
-	if !at.files.has(pidFile) && !at.files.has(exitFile) {
+	if at.ctr != nil && !at.files.has(pidFile) && !at.files.has(exitFile) {
 		return nil
 	}
 	if err := ag.client.report(ctx, agentapi.Report{AttemptRef: at.ref, Event: agentapi.EventStarted}); err != nil {
