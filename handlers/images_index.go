@@ -48,7 +48,7 @@ func (h *Handler) renderImages(c *gin.Context, status int, d templates.ImagesDat
 		r := templates.ImageRow{
 			Name: img.Name, Reference: img.Reference, Framework: img.Framework, FrameworkVersion: img.FrameworkVersion,
 			CUDAVersion: img.CUDAVersion, MinDriver: img.MinDriver, PythonVersion: img.PythonVersion, SizeMiB: img.SizeMiB,
-			Status: img.Status, PrePull: img.PrePull, Builtin: img.Builtin, Description: img.Description,
+			Status: img.Status, PrePull: img.PrePull, Builtin: img.Builtin, Description: img.Description, PulledOn: row.PulledOn,
 		}
 		cr := templates.CompatRow{Image: img.Name}
 		for _, cell := range row.Cells {

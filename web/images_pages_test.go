@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -61,5 +64,43 @@ func TestImagesCatalogThroughThePages(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != 200 || len(out.Images) != 1 || out.Images[0].Name != "pytorch-2.5-cuda12.4" {
 		t.Fatalf("API catalog = %d %s", res.StatusCode, body)
+	}
+}
+
+// The catalog says which nodes hold each image, as their agents reported.
+func TestImagesPageSaysWhereAnImageIsPulled(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ada, _ := s.member("ada")
+	ctx := t.Context()
+	torch := &models.Image{Name: "torch-pulled", Reference: "reg.example/torch:2", Status: models.ImageCertified, PrePull: true}
+	jax := &models.Image{Name: "jax-nowhere", Reference: "reg.example/jax:1", Status: models.ImageCertified}
+	for _, img := range []*models.Image{torch, jax} {
+		if err := st.CreateImage(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"box-2", "box-1"} {
+		n := &models.Node{Name: name, State: models.NodeReady, Runtime: "podman"}
+		if err := st.CreateNode(ctx, n, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ReplaceNodeImages(ctx, n.ID, []int64{torch.ID}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, body := s.send(ada, "GET", "/images", "", nil)
+	if res.StatusCode != 200 {
+		t.Fatalf("catalog = %d", res.StatusCode)
+	}
+	cells := regexp.MustCompile(`(?s)<td data-testid="pulled-on">(.*?)</td>`).FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, c := range cells {
+		got = append(got, strings.Join(strings.Fields(c[1]), " "))
+	}
+	for _, want := range []string{"box-1, box-2", `<span class="meta">no node yet</span>`} {
+		if !slices.Contains(got, want) {
+			t.Errorf("pulled-on cells %q lack %q", got, want)
+		}
 	}
 }

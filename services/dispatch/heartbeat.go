@@ -49,6 +49,14 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 	ctx = asNode(ctx, node.Name)
 	now := s.now().UTC()
 	resumed := false
+	var prePull []string
+	var catalog map[string]int64
+	if containerNode(node) {
+		var err error
+		if prePull, catalog, err = s.catalog.read(ctx, s.store, now); err != nil {
+			return agentapi.HeartbeatResponse{}, fmt.Errorf("heartbeat of node %s: read the image catalog: %w", node.Name, err)
+		}
+	}
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.RecordHeartbeat(ctx, node.ID, now); err != nil {
 			return err
@@ -61,6 +69,11 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 			node.State, node.StateReason = models.NodeReady, "heartbeats resumed after the node was lost"
 			resumed = true
 			if err := s.audit.In(tx).Append(ctx, audit.Entry{Action: "node.recovered", ObjectType: "node", ObjectID: node.Name}); err != nil {
+				return err
+			}
+		}
+		if req.Images != nil && catalog != nil {
+			if err := tx.ReplaceNodeImages(ctx, node.ID, imageIDs(req.Images, catalog), now); err != nil {
 				return err
 			}
 		}
@@ -93,7 +106,7 @@ func (s *Service) Heartbeat(ctx context.Context, node *models.Node, req agentapi
 			node = n
 		}
 	}
-	res := agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing()}
+	res := agentapi.HeartbeatResponse{NodeState: node.State, NodeStateReason: node.StateReason, Timing: s.timing(), PrePull: prePull}
 	if req.Sample != nil && s.telemetry != nil {
 		if err := s.ingest(ctx, node, *req.Sample, now); err != nil {
 			// Liveness stands; only the sample is dropped, and the agent is told why.

@@ -86,6 +86,7 @@ type Service struct {
 	ended     chan struct{}
 	nodes     *notifier
 	usage     usageCache
+	catalog   catalogCache
 }
 
 // TelemetrySink stores the GPU samples that heartbeats carry and the metrics jobs

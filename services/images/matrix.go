@@ -14,10 +14,12 @@ type Matrix struct {
 	Rows  []MatrixRow
 }
 
-// MatrixRow is one image and its compatibility with each node, in Matrix.Nodes order.
+// MatrixRow is one image and its compatibility with each node, in Matrix.Nodes
+// order, and the nodes that hold it pulled (as their agents reported).
 type MatrixRow struct {
-	Image models.Image
-	Cells []Compat
+	Image    models.Image
+	Cells    []Compat
+	PulledOn []string
 }
 
 // CompatibilityMatrix judges every catalog image matching f against every node.
@@ -30,11 +32,25 @@ func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) 
 	if err != nil {
 		return Matrix{}, fmt.Errorf("compatibility matrix: %w", err)
 	}
+	held, err := s.store.NodeImages(ctx)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("compatibility matrix: %w", err)
+	}
+	pulled := map[int64]map[int64]bool{} // image -> nodes
+	for _, h := range held {
+		if pulled[h.ImageID] == nil {
+			pulled[h.ImageID] = map[int64]bool{}
+		}
+		pulled[h.ImageID][h.NodeID] = true
+	}
 	m := Matrix{Nodes: nodes, Rows: make([]MatrixRow, len(imgs))}
 	for i, img := range imgs {
 		row := MatrixRow{Image: img, Cells: make([]Compat, len(nodes))}
 		for j, n := range nodes {
 			row.Cells[j] = Compatibility(img.CUDAVersion, img.MinDriver, n.DriverVersion)
+			if pulled[img.ID][n.ID] {
+				row.PulledOn = append(row.PulledOn, n.Name)
+			}
 		}
 		m.Rows[i] = row
 	}

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -91,4 +93,40 @@ func (s *Store) UpdateImage(ctx context.Context, img *models.Image) error {
 		return fmt.Errorf("update image %s: %w", img.Name, err)
 	}
 	return nil
+}
+
+// ReplaceNodeImages records that the node holds exactly the images imageIDs; an
+// image it held already keeps the time it was first seen there.
+func (s *Store) ReplaceNodeImages(ctx context.Context, nodeID int64, imageIDs []int64, at time.Time) error {
+	db := s.with(ctx)
+	gone := db.Where("node_id = ?", nodeID)
+	if len(imageIDs) > 0 {
+		gone = gone.Where("image_id NOT IN ?", imageIDs)
+	}
+	if err := gone.Delete(&models.NodeImage{}).Error; err != nil {
+		return fmt.Errorf("images of node %d: %w", nodeID, err)
+	}
+	var have []int64
+	if err := db.Model(&models.NodeImage{}).Where("node_id = ?", nodeID).Pluck("image_id", &have).Error; err != nil {
+		return fmt.Errorf("images of node %d: %w", nodeID, err)
+	}
+	for _, id := range imageIDs {
+		if slices.Contains(have, id) {
+			continue
+		}
+		have = append(have, id)
+		if err := translate(db.Create(&models.NodeImage{NodeID: nodeID, ImageID: id, PulledAt: at.UTC()}).Error); err != nil {
+			return fmt.Errorf("images of node %d: %w", nodeID, err)
+		}
+	}
+	return nil
+}
+
+// NodeImages returns which nodes hold which catalog images, by node and image.
+func (s *Store) NodeImages(ctx context.Context) ([]models.NodeImage, error) {
+	var out []models.NodeImage
+	if err := s.with(ctx).Order("node_id, image_id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list node images: %w", err)
+	}
+	return out, nil
 }
