@@ -3,12 +3,16 @@
 # `go test -race` against SQLite and a throw-away PostgreSQL that this script installs
 # (when missing), starts on a free loopback port, and stops afterwards; Slurm tests run on
 # a single-host Slurm started the same way (scripts/slurm.sh); browser tests
-# run in headless Chromium, installed with apt-get when missing.
+# run in headless Chromium, installed with apt-get when missing; the agent's container
+# runtimes run real containers in podman and a throw-away docker daemon (scripts/containers.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d /tmp/gantry-test.XXXXXX)
-cleanup() { scripts/pg.sh stop "$tmp/pg" || true; scripts/slurm.sh stop "$tmp/slurm" || true; rm -rf "$tmp"; }
+cleanup() {
+  scripts/pg.sh stop "$tmp/pg" || true; scripts/slurm.sh stop "$tmp/slurm" || true
+  scripts/containers.sh stop "$tmp/containers" || true; rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 echo "== gofmt"
@@ -35,6 +39,10 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null 
   apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
 fi
 export GANTRY_REQUIRE_BROWSER=1
+
+echo "== Containers"
+eval "$(scripts/containers.sh start "$tmp/containers")"
+echo "podman${GANTRY_REQUIRE_DOCKER:+ and docker} run the agent's container tests"
 
 echo "== go test -race"
 go test -race -count=1 -timeout 25m ./... "$@"
