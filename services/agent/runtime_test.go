@@ -273,7 +273,7 @@ func TestStopProtocolMovesOnWhenTheCheckpointIsSaved(t *testing.T) {
 	ag.killGraceNS.Store(int64(time.Minute))
 	ckpt := t.TempDir()
 	f := runAttempt(t, farFence(t), nil, `trap 'echo usr1' USR1; trap 'echo term; exit 0' TERM; echo ready; while true; do sleep 0.05; done`)
-	waitFile(t, f.path(stdoutFile))
+	waitRunning(t, f)
 	at := newAttempt(agentapi.AttemptRef{JobID: 1, Attempt: 1}, f.dir, ckpt)
 	stop := agentapi.Stop{Reason: agentapi.StopPreempt, GraceMS: int64(time.Hour / time.Millisecond)}
 	at.requestStop(stop)
