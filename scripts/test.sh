@@ -41,7 +41,9 @@ fi
 export GANTRY_REQUIRE_BROWSER=1
 
 echo "== Containers"
-eval "$(scripts/containers.sh start "$tmp/containers")"
+# Assigned first, so that a failed setup stops the run (set -e) instead of skipping tests.
+runtimes=$(scripts/containers.sh start "$tmp/containers")
+eval "$runtimes"
 echo "podman${GANTRY_REQUIRE_DOCKER:+ and docker} run the agent's container tests"
 
 echo "== go test -race"
