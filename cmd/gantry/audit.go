@@ -26,16 +26,26 @@ func newAuditCmd(g *globalOpts) *cobra.Command {
 
 func newAuditVerifyCmd(g *globalOpts) *cobra.Command {
 	var db dbOpts
+	var expect []string
+	var anchorsFile string
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Walk the audit chain; exit 1 naming the first event that was altered, removed or reordered",
 		Long: `Walk the audit chain from the first event to the last, recomputing every hash.
 
-Exits 0 and prints the number of events and the hash of the newest one (record it
-elsewhere: a chain cut off at its end still verifies). Exits 1 naming the first event
-that was altered, or that follows an event that was removed or reordered.`,
+Exits 0 and prints the number of events and the head: the newest event's id and hash
+as ID:HASH. A chain whose newest events were cut off still verifies on its own, so
+record the head elsewhere (gantry serve also writes it to its log, "audit anchor",
+every --audit-anchor-every) and give it back later with --expect-head ID:HASH, or
+--anchors FILE for a file of them (any text: a saved server log does). Exits 1 naming
+the first event that was altered, that follows an event that was removed or
+reordered, or that an anchor names and the log no longer holds as it was.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			anchors, err := verifyAnchors(expect, anchorsFile)
+			if err != nil {
+				return err
+			}
 			log, err := g.newLogger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -46,7 +56,7 @@ that was altered, or that follows an event that was removed or reordered.`,
 				return err
 			}
 			defer st.Close()
-			r, err := audit.New(st, time.Now).Verify(ctx)
+			r, err := audit.New(st, time.Now).Verify(ctx, anchors...)
 			var br *audit.Break
 			if errors.As(err, &br) {
 				return fmt.Errorf("%w (%d events before it verified)", br, r.Events)
@@ -54,16 +64,51 @@ that was altered, or that follows an event that was removed or reordered.`,
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			if r.Events == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "audit log is empty")
+				fmt.Fprintln(out, "audit log is empty")
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "audit log intact: %d events, newest %d, head hash %s\n", r.Events, r.LastID, r.Head)
+			fmt.Fprintf(out, "audit log intact: %d events, newest %d, head hash %s\n", r.Events, r.LastID, r.Head)
+			if len(anchors) > 0 {
+				fmt.Fprintf(out, "every one of %d anchors holds\n", len(anchors))
+			}
+			fmt.Fprintf(out, "head: %d:%s (record it elsewhere; --expect-head catches a cut-off tail later)\n", r.LastID, r.Head)
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&expect, "expect-head", nil, "an anchor recorded earlier, ID:HASH as verify prints it: fail unless that event is still in the chain with that hash (repeatable)")
+	cmd.Flags().StringVar(&anchorsFile, "anchors", "", "a file of anchors, ID:HASH anywhere on a line (the \"audit anchor\" lines of a saved server log do)")
 	db.addFlags(cmd)
 	return cmd
+}
+
+// verifyAnchors reads the anchors of --expect-head and --anchors.
+func verifyAnchors(expect []string, file string) ([]audit.Anchor, error) {
+	var out []audit.Anchor
+	for _, s := range expect {
+		a, err := audit.ParseAnchor(s)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--expect-head: %w", err)}
+		}
+		out = append(out, a)
+	}
+	if file == "" {
+		return out, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--anchors: %w", err)}
+	}
+	defer f.Close()
+	more, err := audit.ReadAnchors(f)
+	switch {
+	case err != nil:
+		return nil, usageError{fmt.Errorf("--anchors %s: %w", file, err)}
+	case len(more) == 0:
+		return nil, usageError{fmt.Errorf("--anchors %s: no anchor (ID:HASH) in the file", file)}
+	}
+	return append(out, more...), nil
 }
 
 func newAuditExportCmd(g *globalOpts) *cobra.Command {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,68 @@ func TestAuditVerifyCatchesARowEditedBehindItsBack(t *testing.T) {
 			want := "audit log broken at event 3: its contents do not match its hash: the row was altered (2 events before it verified)"
 			if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.HasSuffix(lines[len(lines)-1], want) {
 				t.Fatalf("stderr = %q, want it to end with %q", stderr, want)
+			}
+		})
+	}
+}
+
+// The newest events deleted behind the log's back: the chain still verifies, the head
+// that verify printed before does not.
+func TestAuditVerifyCatchesACutOffTailWithTheHead(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			cfg := b.Config(t)
+			st := storetest.Open(t, cfg)
+			log := audit.New(st, time.Now)
+			for i := range 5 {
+				if err := log.Append(context.Background(), audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: fmt.Sprint(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			verify := func(args ...string) (string, string, int) {
+				return gantry(t, nil, append(append([]string{"audit", "verify"}, args...), dbArgs(cfg)...)...)
+			}
+			out, stderr, code := verify()
+			m := regexp.MustCompile(`(?m)^head: (5:[0-9a-f]{64}) `).FindStringSubmatch(out)
+			if code != 0 || m == nil {
+				t.Fatalf("verify: exit %d, %q %s; want the head printed as 5:HASH", code, out, stderr)
+			}
+			head := m[1]
+			if out, stderr, code := verify("--expect-head", head); code != 0 || !strings.Contains(out, "every one of 1 anchors holds") {
+				t.Fatalf("verify against its own head: exit %d, %q %s", code, out, stderr)
+			}
+
+			if b.Name == "postgres" {
+				storetest.Exec(t, cfg, "DROP TRIGGER audit_events_refuse_update_delete ON audit_events")
+			} else {
+				storetest.Exec(t, cfg, "DROP TRIGGER audit_events_refuse_delete")
+			}
+			storetest.Exec(t, cfg, "DELETE FROM audit_events WHERE id >= 4")
+			if out, _, code := verify(); code != 0 || !strings.Contains(out, "audit log intact: 3 events") {
+				t.Fatalf("a cut-off tail alone: exit %d %q (the chain verifies: that is what anchors are for)", code, out)
+			}
+			anchors := filepath.Join(t.TempDir(), "anchors")
+			if err := os.WriteFile(anchors, []byte("time=2026-03-01T10:00:00Z level=INFO msg=\"audit anchor\" anchor="+head+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"--expect-head", head}, {"--anchors", anchors}} {
+				_, stderr, code := verify(args...)
+				want := "audit log broken at event 5: events 4 to 5 are missing: the log ends at event 3, but event 5 was recorded with hash " + head[2:]
+				if code != 1 || !strings.Contains(stderr, want) {
+					t.Errorf("verify %v after the tail was cut: exit %d, %q; want 1 and %q", args, code, stderr, want)
+				}
+			}
+			for _, c := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"--expect-head", "5"}, `--expect-head: "5" is not an anchor`},
+				{[]string{"--anchors", filepath.Join(t.TempDir(), "none")}, "--anchors: open"},
+				{[]string{"--anchors", "/dev/null"}, "--anchors /dev/null: no anchor (ID:HASH) in the file"},
+			} {
+				if _, stderr, code := verify(c.args...); code != 2 || !strings.Contains(stderr, c.want) {
+					t.Errorf("verify %v: exit %d %q, want 2 and %q", c.args, code, stderr, c.want)
+				}
 			}
 		})
 	}

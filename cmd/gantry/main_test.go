@@ -260,6 +260,17 @@ func TestServeOnEveryDatabase(t *testing.T) {
 			if !strings.Contains(logs, `"msg":"shutting down"`) {
 				t.Errorf("no graceful shutdown in the log: %s", logs)
 			}
+			// The leader wrote the audit log's head to its log; verify reads it back.
+			saved := filepath.Join(t.TempDir(), "serve.log")
+			if err := os.WriteFile(saved, []byte(logs), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs, `"msg":"audit anchor","component":"audit","anchor":"`) {
+				t.Errorf("no audit anchor in the log: %s", logs)
+			}
+			if out, stderr, code := gantry(t, nil, append([]string{"audit", "verify", "--anchors", saved}, dbArgs(cfg)...)...); code != 0 || !strings.Contains(out, "anchors holds") {
+				t.Errorf("verify against the anchors serve logged: exit %d %s %s", code, out, stderr)
+			}
 		})
 	}
 }

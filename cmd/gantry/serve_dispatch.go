@@ -31,6 +31,7 @@ type dispatchOpts struct {
 	heartbeatInterval time.Duration
 	noLocalAgent      bool
 	localAgentGPUs    string
+	auditAnchorEvery  time.Duration
 	pools             poolOpts
 }
 
@@ -41,6 +42,7 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
 	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
+	f.DurationVar(&o.auditAnchorEvery, "audit-anchor-every", time.Hour, "how often the leader writes the audit log's head to the server log (\"audit anchor\"), for gantry audit verify --anchors to catch a cut-off tail; 0 turns it off")
 	o.pools.addFlags(cmd)
 }
 
@@ -54,7 +56,8 @@ type controlPlane struct {
 
 // startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
 // the Slurm pools (submitting to and following Slurm), GPU telemetry's roll-ups,
-// cost metering, the anomaly rules and the pools' autoscaler, and, unless turned
+// cost metering, the anomaly rules, the pools' autoscaler and the audit anchors in
+// the server log, and, unless turned
 // off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
 // running across a restart of the server.
 func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr, cost *costOpts, publicURL string) (*controlPlane, error) {
@@ -62,6 +65,9 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 	cfg.NodeTimeout, cfg.HeartbeatInterval = o.nodeTimeout, o.heartbeatInterval
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
+	}
+	if o.auditAnchorEvery < 0 {
+		return nil, usageError{fmt.Errorf("--audit-anchor-every %s: want a duration such as 1h, or 0 for none", o.auditAnchorEvery)}
 	}
 	core, err := configuredScheduler(ctx, st)
 	if err != nil {
@@ -99,6 +105,11 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },
 				func() { gov.Run(lctx, time.Now, cost.rulesEvery) },
 				func() { scaler.Run(lctx) },
+				func() {
+					if o.auditAnchorEvery > 0 {
+						al.LogAnchors(lctx, o.auditAnchorEvery, log.With("component", "audit"))
+					}
+				},
 			} {
 				loops.Add(1)
 				go func() { defer loops.Done(); loop() }()

@@ -28,8 +28,21 @@ func (b *Break) Error() string {
 }
 
 // Verify walks the whole chain, oldest first, recomputing every hash. It returns a *Break
-// naming the first event that was altered, or that follows a removed or reordered one.
-func (l *Log) Verify(ctx context.Context) (Report, error) {
+// naming the first event that was altered, or that follows a removed or reordered one;
+// or, given anchors recorded earlier, the first anchored event that is no longer in the
+// chain as it was: the newest events were cut off, or the chain rebuilt after them.
+func (l *Log) Verify(ctx context.Context, anchors ...Anchor) (Report, error) {
+	want := make(map[int64]string, len(anchors))
+	newest := Anchor{}
+	for _, a := range anchors {
+		if h, ok := want[a.ID]; ok && h != a.Hash {
+			return Report{}, fmt.Errorf("verify audit log: two anchors name event %d with different hashes", a.ID)
+		}
+		want[a.ID] = a.Hash
+		if a.ID > newest.ID {
+			newest = a
+		}
+	}
 	var r Report
 	for {
 		events, err := l.store.AuditEventsAfter(ctx, store.AuditFilter{}, r.LastID, batch)
@@ -46,11 +59,18 @@ func (l *Log) Verify(ctx context.Context) (Report, error) {
 			case Hash(e) != e.Hash:
 				return r, &Break{EventID: e.ID, Reason: "its contents do not match its hash: the row was altered"}
 			}
+			if h, ok := want[e.ID]; ok && h != e.Hash {
+				return r, &Break{EventID: e.ID, Reason: fmt.Sprintf("its hash is not %s, which was recorded for it: the log was rebuilt from here on", h)}
+			}
 			r.Events++
 			r.LastID = e.ID
 			r.Head = e.Hash
 		}
 		if len(events) < batch {
+			if newest.ID > r.LastID {
+				return r, &Break{EventID: newest.ID, Reason: fmt.Sprintf("events %d to %d are missing: the log ends at event %d, but event %d was recorded with hash %s; its newest events were removed",
+					r.LastID+1, newest.ID, r.LastID, newest.ID, newest.Hash)}
+			}
 			return r, nil
 		}
 	}
