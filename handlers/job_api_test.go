@@ -21,6 +21,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -34,7 +35,7 @@ func jobAPI(t *testing.T, st *store.Store, user *models.User, k *kicks) *httptes
 	t.Helper()
 	gin.SetMode(gin.ReleaseMode)
 	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{
-		Jobs: jobs.New(st, audit.New(st, time.Now), k),
+		Jobs: jobs.New(st, audit.New(st, time.Now), k, nil),
 	})
 	r := gin.New()
 	r.Use(func(c *gin.Context) {
@@ -281,7 +282,7 @@ func TestJobCancelAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Dispatch: d, Jobs: jobs.New(st, al, d)})
+	h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Dispatch: d, Jobs: jobs.New(st, al, d, pools.NewFitCheck(st, d))})
 	r := gin.New()
 	r.Use(func(c *gin.Context) { c.Set(handlers.UserKey, user) })
 	r.POST("/api/v1/jobs/:id/cancel", h.JobCancel)

@@ -32,8 +32,8 @@ func TestClusterPage(t *testing.T) {
 		f.Set("gpu_share", "")
 		f.Set("gpu_model", "A100-80GB")
 		s.send(ada, "POST", "/jobs", f.Encode(), nil)
-		f.Set("gpus", "8")
-		f.Set("name", "too-big")
+		f.Set("gpus", "2") // fits gpu-a once the first job ends, not before
+		f.Set("name", "pair")
 		s.send(ada, "POST", "/jobs", f.Encode(), nil)
 		s.disp.Tick(ctx)
 		leases, err := s.disp.Leases(ctx, node, "", 0)

@@ -261,8 +261,8 @@ func TestSubmitFormPreview(t *testing.T) {
 		}
 		f.Set("gpus", "2")
 		f.Set("gpu_share", "")
-		if p := preview(f); !strings.Contains(p, "Not now: no node has room for 2 × GPU") || !strings.Contains(p, "<strong>1.60</strong> per hour") {
-			t.Fatalf("preview of two GPUs on one: %s", p)
+		if p := preview(f); !strings.Contains(p, "Fix this first: GPUs: 2 GPUs per replica exceed the most any node has of a matching card (1)") {
+			t.Fatalf("preview of two GPUs where no node has two: %s", p)
 		}
 		// Choosing a profile fills in its fields.
 		f.Set("preset", "8x80-nvlink")

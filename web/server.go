@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/quotas"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
@@ -85,15 +86,16 @@ func NewRouter(cfg Config) http.Handler {
 	// A nil *dispatch.Service in an interface would not be a nil Stopper or Kicker.
 	var stop directory.Stopper
 	var kick jobs.Kicker
+	var fit jobs.Fitter
 	if cfg.Dispatch != nil {
-		stop, kick = cfg.Dispatch, cfg.Dispatch
+		stop, kick, fit = cfg.Dispatch, cfg.Dispatch, pools.NewFitCheck(cfg.Store, cfg.Dispatch)
 	}
 	acc, gov, err := costServices(cfg, al)
 	if err != nil {
 		// The defaults are valid and every dependency is given: this is a bug, not input.
 		panic(err)
 	}
-	js := jobs.New(cfg.Store, al, kick)
+	js := jobs.New(cfg.Store, al, kick, fit)
 	h := handlers.New(cfg.Store, cfg.Version, cfg.Log, handlers.Services{
 		Dispatch:      cfg.Dispatch,
 		Jobs:          js,

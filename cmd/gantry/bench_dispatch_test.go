@@ -64,7 +64,7 @@ func BenchmarkSubmitToRunning(b *testing.B) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	submit := jobs.New(st, al, d)
+	submit := jobs.New(st, al, d, nil)
 	const n = 200
 	var latency, floor []time.Duration
 	b.ResetTimer()

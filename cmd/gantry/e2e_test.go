@@ -84,7 +84,7 @@ func newCluster(t *testing.T, options ...func(*cluster)) *cluster {
 		t.Fatal(err)
 	}
 	c.audit = audit.New(c.st, time.Now)
-	c.jobs = jobs.New(c.st, c.audit, noKick{})
+	c.jobs = jobs.New(c.st, c.audit, noKick{}, nil)
 	sched, err := productionScheduler(c.ctx, c.st)
 	if err != nil {
 		t.Fatal(err)

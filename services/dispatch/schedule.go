@@ -157,24 +157,8 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	byID := make(map[int64]int, len(nodes))
-	ids := make([]int64, len(nodes))
-	for i, n := range nodes {
-		ids[i] = n.ID
-		byID[n.ID] = i
-		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
-			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential}
-		if n.Labels != "" {
-			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
-				return fmt.Errorf("labels of node %s: %w", n.Name, err)
-			}
-		}
-		snap.Nodes = append(snap.Nodes, nc)
-	}
-	if err := s.addDevices(ctx, snap, ids, byID); err != nil {
-		return err
-	}
-	if err := s.addPools(ctx, snap, nodes); err != nil {
+	byID, err := s.addNodes(ctx, snap, nodes)
+	if err != nil {
 		return err
 	}
 	if err := s.addRunning(ctx, snap, byID); err != nil {
@@ -195,6 +179,29 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	}
 	snap.Classes, err = s.store.PriorityClasses(ctx)
 	return err
+}
+
+// addNodes adds nodes with their devices, pools and prices, all capacity free, and
+// returns their indexes in snap.Nodes by id.
+func (s *Service) addNodes(ctx context.Context, snap *Snapshot, nodes []models.Node) (map[int64]int, error) {
+	byID := make(map[int64]int, len(nodes))
+	ids := make([]int64, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+		byID[n.ID] = i
+		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
+			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential}
+		if n.Labels != "" {
+			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
+				return nil, fmt.Errorf("labels of node %s: %w", n.Name, err)
+			}
+		}
+		snap.Nodes = append(snap.Nodes, nc)
+	}
+	if err := s.addDevices(ctx, snap, ids, byID); err != nil {
+		return nil, err
+	}
+	return byID, s.addPools(ctx, snap, nodes)
 }
 
 // addDevices fills in the GPUs and MIG instances of the snapshot's nodes.

@@ -69,7 +69,7 @@ func TestPreview(t *testing.T) {
 		must(t, err)
 		acc, err := accounting.New(st, al, accounting.Config{})
 		must(t, err)
-		svc := jobs.New(st, al, noKick{})
+		svc := jobs.New(st, al, noKick{}, nil)
 		pv := jobs.NewPreviewer(svc, jobs.PreviewDeps{Placements: d, Prices: acc, History: tel})
 		user := &models.User{Username: "ada"}
 		must(t, st.CreateUser(ctx, user))

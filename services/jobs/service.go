@@ -16,17 +16,25 @@ import (
 // Kicker wakes the dispatch loop when there is new work.
 type Kicker interface{ Kick() }
 
+// Fitter refuses a job that could never run anywhere, with a *models.FieldError
+// naming the spec's field and the largest offer the cluster has.
+type Fitter interface {
+	CheckFit(ctx context.Context, job models.Job) error
+}
+
 // Service submits jobs.
 type Service struct {
 	store    *store.Store
 	audit    *audit.Log
 	dispatch Kicker
+	fit      Fitter
 }
 
-// New returns the submission service over st, auditing each submission in log and
-// waking dispatch (nil on a server that does not run it).
-func New(st *store.Store, log *audit.Log, dispatch Kicker) *Service {
-	return &Service{store: st, audit: log, dispatch: dispatch}
+// New returns the submission service over st, auditing each submission in log,
+// waking dispatch (nil on a server that does not run it) and refusing what fit says
+// can never run (nil: no such check).
+func New(st *store.Store, log *audit.Log, dispatch Kicker, fit Fitter) *Service {
+	return &Service{store: st, audit: log, dispatch: dispatch, fit: fit}
 }
 
 // Submit validates spec and queues it as a job of user. Bad input is a
@@ -102,6 +110,11 @@ func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*mod
 	}
 	if spec.Preemptible != nil {
 		j.Preemptible = *spec.Preemptible
+	}
+	if s.fit != nil {
+		if err := s.fit.CheckFit(ctx, *j); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.resolveImage(ctx, project, spec.Image, j); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func TestSpecOfAndResubmit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		al := audit.New(st, time.Now)
-		svc := jobs.New(st, al, noKick{})
+		svc := jobs.New(st, al, noKick{}, nil)
 		user := &models.User{Username: "ada"}
 		must(t, st.CreateUser(ctx, user))
 		team := &models.Team{Name: "vision"}

@@ -15,7 +15,6 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/pools/autoscale"
-	"github.com/gantry-gpu/gantry/services/scheduler"
 )
 
 // Snapshotter gives the cluster as the next scheduling pass sees it; dispatch implements it.
@@ -182,13 +181,9 @@ func (a *Autoscaler) poolInput(ctx context.Context, ps *poolState, prices accoun
 	st := a.svc.store
 	p, t := ps.pool, ps.template
 	labels := NodeLabels(p, t)
-	tmpl := scheduler.Node{Pool: p.Name, Labels: labels, Spot: p.CapacityType == models.CapacitySpot || p.SpotOnly,
-		CPUMilli: t.CPUMilli, RAMMiB: t.MemoryMiB, ScratchMiB: t.ScratchMiB,
-		PriceMicros: prices.NodeHour(now, accounting.Machine{PoolID: p.ID, Capacity: p.CapacityType, GPUModel: t.GPUModel, GPUs: t.GPUs,
-			CPUMilli: t.CPUMilli, MemoryMiB: t.MemoryMiB})}
-	for g := range t.GPUs {
-		tmpl.GPUs = append(tmpl.GPUs, scheduler.GPU{Index: g, Model: t.GPUModel, MemoryMiB: t.CardMemoryMiB()})
-	}
+	tmpl := TemplateNode(p, t)
+	tmpl.PriceMicros = prices.NodeHour(now, accounting.Machine{PoolID: p.ID, Capacity: p.CapacityType, GPUModel: t.GPUModel, GPUs: t.GPUs,
+		CPUMilli: t.CPUMilli, MemoryMiB: t.MemoryMiB})
 	ap := autoscale.Pool{Name: p.Name, Template: tmpl, Min: p.MinNodes, Max: p.MaxNodes, Scalable: p.Provider == ProviderExec,
 		IdleTimeout: time.Duration(p.IdleTimeoutSec) * time.Second}
 	var err error

@@ -1,0 +1,63 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+)
+
+// specField names the field of the job spec (POST /api/v1/jobs) a person sets a
+// scheduler request's field with.
+func specField(f string) string {
+	switch f {
+	case "replicas":
+		return "replicas"
+	case "class":
+		return "priority_class"
+	case "expected_runtime":
+		return "expected_run_sec"
+	case "gpu_models":
+		return "resources.gpu_model"
+	case "ram_mib":
+		return "resources.memory_mib"
+	}
+	return "resources." + f
+}
+
+// CheckFit refuses a job that could never run: one that no node Gantry knows (in any
+// state: cordoned, draining, lost and down nodes may serve again; spot nodes only for
+// jobs that allow spot) nor any of more (the nodes pools can still add) could hold. The *models.FieldError names the job spec's
+// field and the largest offer. With no node at all the job is let through: it waits
+// for the first to join.
+func (s *Service) CheckFit(ctx context.Context, job models.Job, more []scheduler.Node) error {
+	nodes, err := s.store.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("check the fit of job %s: %w", job.Name, err)
+	}
+	snap := Snapshot{Now: s.now().UTC()}
+	if _, err := s.addNodes(ctx, &snap, nodes); err != nil {
+		return fmt.Errorf("check the fit of job %s: %w", job.Name, err)
+	}
+	offer := make([]scheduler.Node, 0, len(snap.Nodes)+len(more))
+	for _, n := range snap.Nodes {
+		if n.Spot && !job.Spot {
+			continue
+		}
+		offer = append(offer, schedNode(n))
+	}
+	offer = append(offer, more...)
+	if len(offer) == 0 {
+		return nil
+	}
+	cfg := scheduler.DefaultConfig()
+	cfg.Classes = []scheduler.PriorityClass{{Name: job.PriorityClass, Weight: 1}}
+	err = scheduler.ValidateRequest(schedJob(&job, &snap).Request, cfg, scheduler.OfferOf(offer))
+	var fe *scheduler.FieldError
+	if errors.As(err, &fe) {
+		return models.Invalid(specField(fe.Field), "%s", fe.Message)
+	}
+	return err
+}
