@@ -185,6 +185,7 @@ func (g *gate) authenticate(c *gin.Context, public bool) (*identity.Principal, *
 	}
 	c.Set(handlers.PrincipalKey, p)
 	c.Set(handlers.UserKey, p.User)
+	ctx = authz.WithVersion(ctx, p.PolicyVersion)
 	c.Request = c.Request.WithContext(audit.WithActor(ctx, p.Actor(c.ClientIP(), c.GetString(handlers.RequestIDKey))))
 	return p, nil
 }

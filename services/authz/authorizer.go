@@ -12,8 +12,8 @@ import (
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// versionKey is the settings row that changes with every grant or policy change.
-const versionKey = "authz.version"
+// VersionKey is the settings row that changes with every grant or policy change.
+const VersionKey = "authz.version"
 
 // Authorizer answers permission questions from a Casbin enforcer that it keeps current.
 type Authorizer struct {
@@ -39,12 +39,25 @@ func New(st *store.Store, log *audit.Log) *Authorizer {
 	return &Authorizer{store: st, audit: log}
 }
 
+// versionRead is the policy version a request read along with its credential.
+type versionRead struct{ version string }
+
+type versionReadKey struct{}
+
+// WithVersion returns ctx carrying the policy version (the setting VersionKey, "" when
+// unset) that the caller read for this request, so that permissions asked with it read
+// no version of their own: a request is answered by the policy as it was when the
+// request began, as it would be by a version read a moment later.
+func WithVersion(ctx context.Context, version string) context.Context {
+	return context.WithValue(ctx, versionReadKey{}, versionRead{version})
+}
+
 // enforcer returns the enforcer and its policy version, loading the policy first when
 // it changed since the last load.
 func (a *Authorizer) enforcer(ctx context.Context) (*casbin.SyncedEnforcer, string, error) {
-	version, _, err := a.store.Setting(ctx, versionKey)
+	version, err := a.versionOf(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("authorize: %w", err)
+		return nil, "", err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -60,6 +73,18 @@ func (a *Authorizer) enforcer(ctx context.Context) (*casbin.SyncedEnforcer, stri
 	}
 	a.version, a.known = version, nil
 	return a.enf, version, nil
+}
+
+// versionOf is the policy version ctx carries, or the current one.
+func (a *Authorizer) versionOf(ctx context.Context) (string, error) {
+	if v, ok := ctx.Value(versionReadKey{}).(versionRead); ok {
+		return v.version, nil
+	}
+	version, _, err := a.store.Setting(ctx, VersionKey)
+	if err != nil {
+		return "", fmt.Errorf("authorize: %w", err)
+	}
+	return version, nil
 }
 
 // remembered returns the permission computed for key at version, if there is one.

@@ -253,3 +253,47 @@ func TestPolicyLivesInCasbinRule(t *testing.T) {
 		})
 	}
 }
+
+func cancelled(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	return ctx
+}
+
+func TestPermissionsAtTheVersionReadWithTheCredential(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		w := setup(t, st)
+		viewer := w.users[models.RoleViewer]
+		at := func() context.Context {
+			v, _, err := st.Setting(ctx, authz.VersionKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return authz.WithVersion(ctx, v)
+		}
+		if p, err := w.az.InProject(at(), viewer.ID, w.own.ID); err != nil || p.CanWrite(authz.Jobs) {
+			t.Fatalf("viewer: %v, %v; want reading only", granted(p), err)
+		}
+		if err := w.az.SetProjectRole(ctx, viewer, w.own, models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		// The next request reads the new version along with its credential.
+		next := at()
+		if p, err := w.az.InProject(next, viewer.ID, w.own.ID); err != nil || !p.CanWrite(authz.Jobs) {
+			t.Fatalf("after the promotion: %v, %v; want writing jobs", granted(p), err)
+		}
+		// Asked again in that request, the permission comes without the database: a
+		// context that can no longer reach it still gets its answer.
+		gone := cancelled(next)
+		if p, err := w.az.InProject(gone, viewer.ID, w.own.ID); err != nil || !p.CanWrite(authz.Jobs) {
+			t.Fatalf("remembered at the version read: %v, %v", granted(p), err)
+		}
+		if _, err := w.az.InProject(gone, w.users[models.RoleMember].ID, w.own.ID); err != nil {
+			t.Errorf("another user at the version read: %v", err)
+		}
+		if _, err := w.az.InProject(cancelled(ctx), viewer.ID, w.own.ID); err == nil {
+			t.Error("without a version read, the permission was answered without reading the current one")
+		}
+	})
+}

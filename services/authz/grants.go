@@ -98,7 +98,7 @@ func (a *Authorizer) SetGlobalRoles(ctx context.Context, user *models.User, admi
 // PolicyChanged tells every replica to reload: call it in the transaction of any change
 // to users or memberships made outside this package (disabling a user, say).
 func PolicyChanged(ctx context.Context, tx *store.Store) error {
-	if err := tx.PutSetting(ctx, versionKey, newVersion()); err != nil {
+	if err := tx.PutSetting(ctx, VersionKey, newVersion()); err != nil {
 		return fmt.Errorf("bump authorization version: %w", err)
 	}
 	return nil

@@ -10,6 +10,9 @@ type Principal struct {
 	User    *models.User
 	Session *models.Session  // set for a browser session
 	Token   *models.APIToken // set for an API token
+	// PolicyVersion is the authorization policy version read with the credential: the
+	// request's permissions are asked at it (authz.WithVersion).
+	PolicyVersion string
 }
 
 // ReadOnly reports whether the principal may only read: a read-scoped token.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -56,17 +57,14 @@ func (s *Service) Session(ctx context.Context, cookie string) (*Principal, error
 	if !cookieShape.MatchString(cookie) {
 		return nil, fmt.Errorf("%w: malformed session cookie", ErrUnauthenticated)
 	}
-	sess, err := s.store.SessionByID(ctx, digest(cookie))
+	sess, in, err := s.store.SessionSignIn(ctx, digest(cookie), signInKeys...)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: unknown or ended session", ErrUnauthenticated)
 	}
 	if err != nil {
 		return nil, err
 	}
-	ls, err := s.LoginSettings(ctx)
-	if err != nil {
-		return nil, err
-	}
+	ls := s.loginSettings(in.Settings)
 	now := s.now().UTC()
 	var dead string
 	switch {
@@ -82,10 +80,7 @@ func (s *Service) Session(ctx context.Context, cookie string) (*Principal, error
 		}
 		return nil, fmt.Errorf("%w: %s", ErrUnauthenticated, dead)
 	}
-	u, err := s.store.UserByID(ctx, sess.UserID)
-	if err != nil {
-		return nil, err
-	}
+	u := &in.User
 	if u.Disabled {
 		if _, err := s.store.DeleteSessionsOfUser(ctx, u.ID); err != nil {
 			return nil, err
@@ -98,7 +93,7 @@ func (s *Service) Session(ctx context.Context, cookie string) (*Principal, error
 		}
 		sess.LastSeenAt = now
 	}
-	return &Principal{User: u, Session: sess}, nil
+	return &Principal{User: u, Session: sess, PolicyVersion: in.Settings[authz.VersionKey]}, nil
 }
 
 // EndSession logs the principal's browser session out and audits it.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -30,12 +31,21 @@ type LoginSettings struct {
 	SessionLifetime time.Duration
 }
 
+// signInKeys are the settings read with a session: its lifetimes, which judge it, and
+// the authorization policy version, at which the request's permissions are asked.
+var signInKeys = []string{sessionIdleKey, sessionLifetimeKey, authz.VersionKey}
+
 // LoginSettings returns the sign-in settings in force.
 func (s *Service) LoginSettings(ctx context.Context) (LoginSettings, error) {
 	v, err := s.store.Settings(ctx, localLoginKey, sessionIdleKey, sessionLifetimeKey)
 	if err != nil {
 		return LoginSettings{}, err
 	}
+	return s.loginSettings(v), nil
+}
+
+// loginSettings reads the sign-in settings from their settings rows.
+func (s *Service) loginSettings(v map[string]string) LoginSettings {
 	ls := LoginSettings{LocalLogin: v[localLoginKey] != "off", SessionIdle: s.opts.SessionIdle, SessionLifetime: s.opts.SessionAbsolute}
 	// A value this version cannot read (written by hand, say) leaves the flag's in force.
 	if d, err := time.ParseDuration(v[sessionIdleKey]); err == nil && d > 0 {
@@ -44,7 +54,7 @@ func (s *Service) LoginSettings(ctx context.Context) (LoginSettings, error) {
 	if d, err := time.ParseDuration(v[sessionLifetimeKey]); err == nil && d > 0 {
 		ls.SessionLifetime = d
 	}
-	return ls, nil
+	return ls
 }
 
 // UpdateLoginSettings changes the sign-in settings, auditing what changed. Password login

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -63,7 +64,7 @@ func (s *Service) Token(ctx context.Context, secret string) (*Principal, error) 
 	if !tokenShape.MatchString(secret) {
 		return nil, fmt.Errorf("%w: that is not a Gantry API token (they start with gty_)", ErrUnauthenticated)
 	}
-	t, err := s.store.APITokenByHash(ctx, digest(secret))
+	t, in, err := s.store.APITokenSignIn(ctx, digest(secret), authz.VersionKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: unknown API token", ErrUnauthenticated)
 	}
@@ -77,10 +78,7 @@ func (s *Service) Token(ctx context.Context, secret string) (*Principal, error) 
 	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
 		return nil, fmt.Errorf("%w: API token %s… expired at %s", ErrUnauthenticated, t.Prefix, t.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	u, err := s.store.UserByID(ctx, t.UserID)
-	if err != nil {
-		return nil, err
-	}
+	u := &in.User
 	if u.Disabled {
 		return nil, fmt.Errorf("%w: %v", ErrUnauthenticated, ErrDisabled)
 	}
@@ -90,7 +88,7 @@ func (s *Service) Token(ctx context.Context, secret string) (*Principal, error) 
 		}
 		t.LastUsedAt = &now
 	}
-	return &Principal{User: u, Token: t}, nil
+	return &Principal{User: u, Token: t, PolicyVersion: in.Settings[authz.VersionKey]}, nil
 }
 
 // TokenInfo is a token as its owner sees it in the list.

@@ -16,15 +16,6 @@ func (s *Store) CreateAPIToken(ctx context.Context, t *models.APIToken) error {
 	return nil
 }
 
-// APITokenByHash returns the token whose secret hashes to hash.
-func (s *Store) APITokenByHash(ctx context.Context, hash string) (*models.APIToken, error) {
-	var t models.APIToken
-	if err := translate(s.with(ctx).Where("hash = ?", hash).First(&t).Error); err != nil {
-		return nil, fmt.Errorf("API token: %w", err)
-	}
-	return &t, nil
-}
-
 // APITokenByID returns the token with id.
 func (s *Store) APITokenByID(ctx context.Context, id int64) (*models.APIToken, error) {
 	var t models.APIToken
