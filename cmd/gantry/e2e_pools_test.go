@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -170,18 +171,20 @@ func TestE2EPoolScalesUpFromZeroAndDownAfterIdle(t *testing.T) {
 	if !ok || !alive(m.PID) {
 		t.Fatalf("no live agent process for %s", node)
 	}
+	// The node goes down as its machine is deleted; the deletion's event follows.
+	var kinds []string
 	c.waitFor("the idle node to be scaled down and its machine deleted", func() bool {
 		n, err := c.st.NodeByName(c.ctx, node)
-		return err == nil && n.State == models.NodeDown && !alive(m.PID)
+		evs, _ := c.st.PoolEvents(c.ctx, store.PoolEventFilter{PoolID: p.ID})
+		kinds = kinds[:0]
+		for i := len(evs) - 1; i >= 0; i-- {
+			kinds = append(kinds, evs[i].Kind)
+		}
+		return err == nil && n.State == models.NodeDown && !alive(m.PID) && slices.Contains(kinds, models.PoolDeleted)
 	})
 	insts, err := c.st.PoolInstances(c.ctx, p.ID)
 	if err != nil || len(insts) != 1 || insts[0].State != models.InstanceDeleted {
 		t.Fatalf("instances %+v, %v", insts, err)
-	}
-	evs, _ := c.st.PoolEvents(c.ctx, store.PoolEventFilter{PoolID: p.ID})
-	var kinds []string
-	for i := len(evs) - 1; i >= 0; i-- {
-		kinds = append(kinds, evs[i].Kind)
 	}
 	if strings.Join(kinds, ",") != "scale-up,scale-down,deleted" {
 		t.Fatalf("pool events %v", kinds)
