@@ -1079,14 +1079,6 @@ func sortHeader(d JobsData, col sortColumn) templ.Component {
 	})
 }
 
-// invalid marks the input of field when the filter's error is about it.
-func invalid(errField, field string) templ.Attributes {
-	if errField == field {
-		return templ.Attributes{"aria-invalid": "true"}
-	}
-	return templ.Attributes{}
-}
-
 func ariaSort(s string) string {
 	if len(s) > 0 && s[0] == '-' {
 		return "descending"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,38 @@ func TestLayoutMarksActiveSection(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("home page lacks %q", want)
 		}
+	}
+}
+
+// A conditional ARIA attribute (aria-invalid?={ … }) renders bare, which ARIA reads as
+// "false": fields are marked through invalidIf, which writes aria-invalid="true".
+func TestNoConditionalARIAAttributes(t *testing.T) {
+	sources, err := filepath.Glob("*.templ")
+	if err != nil || len(sources) == 0 {
+		t.Fatalf("no templ sources: %v", err)
+	}
+	bare := regexp.MustCompile(`aria-[a-z]+\?=`)
+	for _, src := range sources {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := bare.FindString(line); m != "" {
+				t.Errorf("%s:%d: %s renders a bare attribute; use { invalidIf(…)... }", src, i+1, m)
+			}
+		}
+	}
+}
+
+func TestInvalidIfSaysTrue(t *testing.T) {
+	var buf bytes.Buffer
+	d := TokensData{Field: "name", Error: "Name: is required."}
+	if err := Tokens(Page{Title: "Tokens"}, d).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if !regexp.MustCompile(`id="name"[^>]*aria-invalid="true"`).MatchString(html) || strings.Count(html, "aria-invalid") != 1 {
+		t.Errorf("the name field alone should say aria-invalid=\"true\":\n%s", html)
 	}
 }

@@ -123,6 +123,7 @@ func (s *site) send(c *http.Client, method, path, body string, header map[string
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkARIA(s.t, res, string(b))
 	return res, string(b)
 }
 

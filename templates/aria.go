@@ -1,0 +1,18 @@
+package templates
+
+import "github.com/a-h/templ"
+
+// invalidIf marks a field that failed validation as aria-invalid="true", which screen
+// readers announce and the stylesheet outlines. templ's aria-invalid?= would write a
+// bare attribute, which ARIA reads as "false".
+func invalidIf(bad bool) templ.Attributes {
+	if bad {
+		return templ.Attributes{"aria-invalid": "true"}
+	}
+	return templ.Attributes{}
+}
+
+// invalid marks the input of field when the form's error is about it.
+func invalid(errField, field string) templ.Attributes {
+	return invalidIf(errField == field)
+}
