@@ -32,7 +32,7 @@ func TestUnreachableChannelsAreRetriedWithBackoffAndReported(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		e := newEnv(t, s, governance.Config{MaxAttempts: 4, FirstRetry: 30 * time.Second, MaxRetry: 90 * time.Second})
-		down, err := e.gov.CreateChannel(e.ctx, governance.ChannelInput{Name: "down", Kind: "webhook", Target: "http://" + closedPort(t) + "/hook", Enabled: true})
+		down, err := e.gov.CreateChannel(e.ctx, governance.ChannelInput{Name: "down", Kind: "webhook", Target: "http://" + closedPort(t) + "/services/T0/B0/hook-secret", Enabled: true})
 		must(t, err)
 		refused, err := e.gov.CreateChannel(e.ctx, governance.ChannelInput{Name: "refused", Kind: "email", Target: "nobody@refuse.example", Enabled: true})
 		must(t, err)
@@ -75,11 +75,18 @@ func TestUnreachableChannelsAreRetriedWithBackoffAndReported(t *testing.T) {
 		if !strings.Contains(joined, "gave up after 4 attempts") || !strings.Contains(joined, "connection refused") || !strings.Contains(joined, "RCPT TO nobody@refuse.example") {
 			t.Errorf("failures reported as %q", joined)
 		}
+		// A webhook's path is its secret: failures name the host only.
+		if strings.Contains(joined, "hook-secret") || !strings.Contains(joined, "webhook down (http://127.0.0.1:") {
+			t.Errorf("failures show the webhook's secret path, or not its host: %q", joined)
+		}
 		_, deliveries, err := e.gov.AlertByID(e.ctx, alert)
 		must(t, err)
 		states := map[int64]string{}
 		for _, d := range deliveries {
 			states[d.ChannelID] = d.State + "/" + string(rune('0'+d.Attempts))
+			if strings.Contains(d.LastError, "hook-secret") {
+				t.Errorf("delivery %d keeps the webhook's secret path: %q", d.ID, d.LastError)
+			}
 		}
 		want := map[int64]string{down.ID: "failed/4", refused.ID: "failed/4", e.channels["slack"]: "sent/2", e.channels["finops"]: "sent/1"}
 		for id, w := range want {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -34,9 +36,12 @@ func (w WebhookSender) Send(ctx context.Context, ch models.NotificationChannel, 
 	if err != nil {
 		return fmt.Errorf("encode webhook body: %w", err)
 	}
+	// A webhook's URL is its secret (Slack's carries it in the path): errors, which end
+	// up in the log and on the alert's page, name its scheme and host only.
+	where := webhookHost(ch.Target)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.Target, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", ch.Name, err)
+		return fmt.Errorf("webhook %s (%s): the URL is not valid", ch.Name, where)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "gantry-alerts")
@@ -45,13 +50,26 @@ func (w WebhookSender) Send(ctx context.Context, ch models.NotificationChannel, 
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(req)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // without the URL it wraps
+	}
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", ch.Name, err)
+		return fmt.Errorf("webhook %s (%s): %w", ch.Name, where, err)
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("webhook %s answered %s: %s", ch.Name, resp.Status, bytes.TrimSpace(snippet))
+		return fmt.Errorf("webhook %s (%s) answered %s: %s", ch.Name, where, resp.Status, bytes.TrimSpace(snippet))
 	}
 	return nil
+}
+
+// webhookHost is what of a webhook's URL may be shown: its scheme and host.
+func webhookHost(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" {
+		return "an invalid URL"
+	}
+	return u.Scheme + "://" + u.Host
 }
