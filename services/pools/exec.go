@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -132,7 +133,7 @@ func (x *Exec) once(ctx context.Context, req execRequest, in []byte) ([]Instance
 	var ans execAnswer
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	if err := dec.Decode(&ans); err != nil {
-		return nil, fmt.Errorf("%s %s printed malformed JSON (%v); want {\"nodes\": [{\"name\": …}]}, got %q", x.cfg.Command[0], req.Action, err, clip(stdout.String(), 200))
+		return nil, fmt.Errorf("%s %s printed malformed JSON (%v); want {\"nodes\": [{\"name\": …}]}, got %q", x.cfg.Command[0], req.Action, err, clip(redact(stdout.String()), 200))
 	}
 	for i, n := range ans.Nodes {
 		if n.Name == "" {
@@ -142,8 +143,16 @@ func (x *Exec) once(ctx context.Context, req execRequest, in []byte) ([]Instance
 	return ans.Nodes, nil
 }
 
+// secretShape is a Gantry secret as it is handed out: a join token, a node credential,
+// a job token or an API token. A script that echoes its stdin (set -x, a debugging
+// cat) prints the join tokens of its request; what it prints goes into errors, the
+// server log, the pool's events and the audit log, so never a secret.
+var secretShape = regexp.MustCompile(`\bg(jt|nc|jb|ty)_[A-Za-z0-9_-]+`)
+
+func redact(s string) string { return secretShape.ReplaceAllString(s, "g${1}_[redacted]") }
+
 func stderrTail(s string) string {
-	s = strings.TrimSpace(s)
+	s = redact(strings.TrimSpace(s))
 	if s == "" {
 		return ""
 	}

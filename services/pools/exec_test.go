@@ -54,6 +54,23 @@ func TestExecReportsAFailingScript(t *testing.T) {
 	}
 }
 
+// A script that echoes its request prints the join tokens in it: the errors that
+// carry what it printed (into the log, the pool's events, the audit log) do not.
+func TestExecErrorsNeverCarryAJoinToken(t *testing.T) {
+	t.Parallel()
+	req := pools.CreateRequest{Pool: info, Nodes: []pools.NewNode{{Name: "spot-1", JoinToken: "gjt_ABCDEFGHIJKLMNOPQRSTUVWXYZ"}}}
+	for name, body := range map[string]string{
+		"stderr": "cat >&2; exit 1",
+		"stdout": `echo "received: $(cat)"`,
+	} {
+		x := pools.NewExec(pools.ExecConfig{Command: []string{script(t, body)}, Retries: retries(0)})
+		_, err := x.Create(context.Background(), req)
+		if err == nil || strings.Contains(err.Error(), "ABCDEFGHIJKLMNOPQRSTUVWXYZ") || !strings.Contains(err.Error(), "gjt_[redacted]") {
+			t.Errorf("a script echoing its request on %s: %v, want the join token redacted", name, err)
+		}
+	}
+}
+
 func TestExecRefusesMalformedJSON(t *testing.T) {
 	t.Parallel()
 	x := pools.NewExec(pools.ExecConfig{Command: []string{script(t, "echo '{\"nodes\": [oops'")}, Retries: retries(0)})
