@@ -134,6 +134,12 @@ func (c *cluster) stop() {
 		}
 	}
 	c.st.Close()
+	for name, a := range c.agents {
+		noSecretsLogged(c.t, "agent "+name, a.logText())
+	}
+	if c.server != nil {
+		noSecretsLogged(c.t, "server", c.server.logText())
+	}
 	if c.t.Failed() {
 		for name, a := range c.agents {
 			c.t.Logf("agent %s log:\n%s", name, tail(a.logText(), 4000))

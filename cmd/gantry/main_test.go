@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +60,18 @@ func gantry(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// secretShape is any secret Gantry hands out: join token, node credential, job token,
+// API token.
+var secretShape = regexp.MustCompile(`\bg(jt|nc|jb|ty)_[A-Za-z0-9_-]{16,}`)
+
+// noSecretsLogged fails the test when a process's log holds a secret.
+func noSecretsLogged(t *testing.T, what, log string) {
+	t.Helper()
+	if m := secretShape.FindAllString(log, 3); len(m) > 0 {
+		t.Errorf("the %s log holds secrets: %v", what, m)
+	}
 }
 
 func cleanEnv() []string {
@@ -222,6 +235,7 @@ func serve(t *testing.T, env []string, args ...string) (string, func() (int, str
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
+		noSecretsLogged(t, "serve", logs.String())
 	})
 	return url, stop
 }
