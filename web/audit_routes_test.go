@@ -553,3 +553,39 @@ func (w *world) check(t *testing.T, key, method string, ch change, refused bool)
 	}
 	t.Errorf("%s as %s appended %v, want %s by %s on %s %s", key, ch.as, got, ch.action, actor, ch.object, ch.id)
 }
+
+// Every state-changing route refuses a browser session (or, for the login form, a
+// visitor) that does not send the CSRF token: 403, audited, before any handler runs.
+// API tokens need none: no browser sends them.
+func TestEveryStateChangeNeedsTheCSRFToken(t *testing.T) {
+	t.Parallel()
+	m := newMatrix(t)
+	ctx := context.Background()
+	for _, r := range routes(handlers.New(m.st, "test", nil, handlers.Services{})) {
+		if safeMethod(r.method) || r.access.kind == agent || r.access.kind == jobToken {
+			continue
+		}
+		req, err := http.NewRequest(r.method, m.srv.URL+m.fill(r.path, true), strings.NewReader(url.Values{"confirm": {"yes"}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if r.access.kind != public {
+			cookie, _, err := m.id.StartSession(ctx, m.users[models.RoleAdmin], "", "csrf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.AddCookie(&http.Cookie{Name: handlers.SessionCookie, Value: cookie})
+		}
+		before := m.denials()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "security token is missing") || m.denials() != before+1 {
+			t.Errorf("%s %s without the CSRF token: %d %.200s, want 403 and an audited refusal", r.method, r.path, res.StatusCode, b)
+		}
+	}
+}
