@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -588,4 +590,68 @@ func TestEveryStateChangeNeedsTheCSRFToken(t *testing.T) {
 			t.Errorf("%s %s without the CSRF token: %d %.200s, want 403 and an audited refusal", r.method, r.path, res.StatusCode, b)
 		}
 	}
+}
+
+// badValues are what a careless or hostile client puts in a field.
+var badValues = []string{"", "x", "-1", "99999999999999999999", "0.5e400", strings.Repeat("a", 3000), "a\x00b\xff"}
+
+// Bad input to a state-changing route is a 4xx, never a 500: every field of each
+// route's valid change (see mutations) in turn gets each bad value, and every number in
+// its path gets one that is no id.
+func TestBadInputIsNeverA500(t *testing.T) {
+	t.Parallel()
+	w := &world{matrix: newMatrix(t), ctx: context.Background()}
+	number := regexp.MustCompile(`/[0-9]+(/|$)`)
+	sent := 0
+	for _, r := range routes(handlers.New(w.st, "test", nil, handlers.Services{})) {
+		key := r.method + " " + r.path
+		make, ok := mutations[key]
+		if !ok {
+			continue // TestEveryMutationIsAudited names it
+		}
+		ch := make(w)
+		var tries []change
+		for field := range ch.form {
+			for _, v := range badValues {
+				bad := ch
+				bad.form = url.Values{}
+				for k, vs := range ch.form {
+					bad.form[k] = vs
+				}
+				bad.form.Set(field, v)
+				tries = append(tries, bad)
+			}
+		}
+		if ch.json != "" {
+			var body map[string]any
+			w.must(json.Unmarshal([]byte(ch.json), &body))
+			for field := range body {
+				for _, v := range []any{nil, "x", -1, 1e300, []int{1}, map[string]int{"a": 1}} {
+					bad := map[string]any{}
+					for k, x := range body {
+						bad[k] = x
+					}
+					bad[field] = v
+					b, _ := json.Marshal(bad)
+					tries = append(tries, change{as: ch.as, path: ch.path, json: string(b)})
+				}
+			}
+			tries = append(tries, change{as: ch.as, path: ch.path, json: `{"oops`})
+		}
+		for _, id := range []string{"abc", "0", "99999999999999999999"} {
+			if p := number.ReplaceAllString(ch.path, "/"+id+"$1"); p != ch.path {
+				bad := ch
+				bad.path = p
+				tries = append(tries, bad)
+			}
+		}
+		for _, bad := range tries {
+			sent++
+			res, body := w.send(r.method, bad)
+			if res.StatusCode >= 500 {
+				t.Errorf("%s as %s, path %s, form %v, body %.100s: %d %.200s", key, bad.as, bad.path, bad.form, bad.json, res.StatusCode, body)
+			}
+		}
+	}
+	t.Logf("%d bad requests sent", sent)
 }
