@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/scheduler"
@@ -23,15 +24,19 @@ func specField(f string) string {
 		return "resources.gpu_model"
 	case "ram_mib":
 		return "resources.memory_mib"
+	case "image":
+		return "image"
 	}
 	return "resources." + f
 }
 
 // CheckFit refuses a job that could never run: one that no node Gantry knows (in any
 // state: cordoned, draining, lost and down nodes may serve again; spot nodes only for
-// jobs that allow spot) nor any of more (the nodes pools can still add) could hold. The *models.FieldError names the job spec's
-// field and the largest offer. With no node at all the job is let through: it waits
-// for the first to join.
+// jobs that allow spot) nor any of more (the nodes pools can still add) could hold.
+// Only nodes whose runtime starts the job count: a container image needs docker or
+// podman, a plain command the process runtime. The *models.FieldError names the job
+// spec's field (image, when no node runs the job's kind) and the largest offer. With
+// no node at all the job is let through: it waits for the first to join.
 func (s *Service) CheckFit(ctx context.Context, job models.Job, more []scheduler.Node) error {
 	nodes, err := s.store.Nodes(ctx)
 	if err != nil {
@@ -52,9 +57,15 @@ func (s *Service) CheckFit(ctx context.Context, job models.Job, more []scheduler
 	if len(offer) == 0 {
 		return nil
 	}
+	req := schedJob(&job, &snap).Request
+	// The largest offer is that of the nodes that start the job; when there are none,
+	// the offer of all says so through the image.
+	if starts := slices.DeleteFunc(slices.Clone(offer), func(n scheduler.Node) bool { return !n.Runs.Starts(req.Container) }); len(starts) > 0 {
+		offer = starts
+	}
 	cfg := scheduler.DefaultConfig()
 	cfg.Classes = []scheduler.PriorityClass{{Name: job.PriorityClass, Weight: 1}}
-	err = scheduler.ValidateRequest(schedJob(&job, &snap).Request, cfg, scheduler.OfferOf(offer))
+	err = scheduler.ValidateRequest(req, cfg, scheduler.OfferOf(offer))
 	var fe *scheduler.FieldError
 	if errors.As(err, &fe) {
 		return models.Invalid(specField(fe.Field), "%s", fe.Message)

@@ -102,8 +102,14 @@ type node struct {
 	gpus       []string
 }
 
-// join creates a join token and joins a node with spec's simulated GPUs.
+// join creates a join token and joins a process node with spec's simulated GPUs.
 func (e *env) join(name, spec string) node {
+	e.t.Helper()
+	return e.joinRuntime(name, spec, agentapi.RuntimeProcess)
+}
+
+// joinRuntime joins a node of the runtime with spec's simulated GPUs.
+func (e *env) joinRuntime(name, spec, runtime string) node {
 	e.t.Helper()
 	token, _, err := dispatch.CreateJoinToken(e.ctx, e.st, e.audit, e.clock.now(), dispatch.JoinTokenSpec{Name: "for-" + name, TTL: time.Hour})
 	if err != nil {
@@ -120,7 +126,7 @@ func (e *env) join(name, spec string) node {
 		}
 	}
 	res, err := e.svc.Join(e.ctx, agentapi.JoinRequest{
-		JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess,
+		JoinToken: token, Name: name, Runtime: runtime,
 		CPUMilli: 8000, MemoryMiB: 32768, ScratchMiB: 100000, Inventory: inv,
 	})
 	if err != nil {

@@ -150,8 +150,8 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 }
 
 func schedNode(n NodeCapacity) scheduler.Node {
-	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Region: n.Region, Confidential: n.Confidential, Labels: n.Labels, Spot: n.Spot, PriceMicros: n.PriceMicros,
-		CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
+	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Region: n.Region, Confidential: n.Confidential, Labels: n.Labels, Spot: n.Spot,
+		Runs: n.Runs, PriceMicros: n.PriceMicros, CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
 	for _, g := range n.GPUs {
 		sg := scheduler.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, NVLinkPeers: g.NVLinkPeers}
 		for _, m := range g.MIG {
@@ -178,7 +178,7 @@ func schedJob(j *models.Job, snap *Snapshot) scheduler.Job {
 		SubmitTime: j.SubmittedAt,
 		Request: scheduler.Request{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModels: gpuModels, MIGProfile: j.MIGProfile,
-			CPUMilli: j.CPUMilli, RAMMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Replicas: max(j.Replicas, 1),
+			CPUMilli: j.CPUMilli, RAMMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Container: j.ImageRef != "", Replicas: max(j.Replicas, 1),
 			Class: j.PriorityClass, Preemptible: j.Preemptible, SpotAllowed: j.Spot, Kind: scheduler.Kind(j.Kind),
 			ExpectedRuntime: time.Duration(j.ExpectedRunSec) * time.Second,
 			Policy:          scheduler.Policy{Pools: policy.Pools, Regions: policy.Regions, ConfidentialOnly: policy.ConfidentialOnly},

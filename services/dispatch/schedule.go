@@ -12,6 +12,8 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -79,7 +81,9 @@ type NodeCapacity struct {
 	Region string
 	Spot   bool
 	// Confidential: the node's GPUs run in confidential-computing mode.
-	Confidential                    bool
+	Confidential bool
+	// Runs is what the node's runtime starts: plain commands, container images or both.
+	Runs                            scheduler.Runs
 	PriceMicros                     int64
 	Labels                          map[string]string
 	CPUMilli, MemoryMiB, ScratchMiB int64
@@ -190,7 +194,8 @@ func (s *Service) addNodes(ctx context.Context, snap *Snapshot, nodes []models.N
 		ids[i] = n.ID
 		byID[n.ID] = i
 		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
-			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential}
+			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential,
+			Runs: runsOf(n.Runtime)}
 		if n.Labels != "" {
 			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
 				return nil, fmt.Errorf("labels of node %s: %w", n.Name, err)
@@ -202,6 +207,18 @@ func (s *Service) addNodes(ctx context.Context, snap *Snapshot, nodes []models.N
 		return nil, err
 	}
 	return byID, s.addPools(ctx, snap, nodes)
+}
+
+// runsOf is what a node of the runtime starts. A Slurm node starts container images
+// only where its pool names a container plugin (addPools).
+func runsOf(runtime string) scheduler.Runs {
+	switch runtime {
+	case agentapi.RuntimeProcess, models.RuntimeSlurm:
+		return scheduler.RunsPlain
+	case agentapi.RuntimeDocker, agentapi.RuntimePodman:
+		return scheduler.RunsContainers
+	}
+	return scheduler.RunsBoth
 }
 
 // addDevices fills in the GPUs and MIG instances of the snapshot's nodes.
@@ -236,8 +253,9 @@ func (s *Service) addDevices(ctx context.Context, snap *Snapshot, ids []int64, b
 	return nil
 }
 
-// addPools names each node's pool, marks spot nodes and prices each node at the rate
-// card, as metering will charge it.
+// addPools names each node's pool, marks spot nodes, lets the Slurm nodes of pools with
+// a container plugin start images, and prices each node at the rate card, as metering
+// will charge it.
 func (s *Service) addPools(ctx context.Context, snap *Snapshot, nodes []models.Node) error {
 	pools, err := s.store.NodePools(ctx)
 	if err != nil || len(pools) == 0 {
@@ -262,6 +280,12 @@ func (s *Service) addPools(ctx context.Context, snap *Snapshot, nodes []models.N
 		}
 		nc := &snap.Nodes[i]
 		nc.Pool, nc.Region, nc.Spot = p.Name, p.Region, p.CapacityType == models.CapacitySpot || p.SpotOnly
+		if n.Runtime == models.RuntimeSlurm && p.Provider == "slurm" {
+			// A configuration that does not parse submits nothing; plain is as good as any.
+			if cfg, err := slurm.ParseConfig(p.ProviderConfig); err == nil && cfg.Container != "" {
+				nc.Runs = scheduler.RunsBoth
+			}
+		}
 		m := accounting.Machine{PoolID: p.ID, Capacity: p.CapacityType, GPUs: len(nc.GPUs), CPUMilli: nc.CPUMilli, MemoryMiB: nc.MemoryMiB}
 		if len(nc.GPUs) > 0 {
 			m.GPUModel = nc.GPUs[0].Model

@@ -28,9 +28,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// join registers a node with simulated GPUs through the agent protocol and returns
-// its GPUs' UUIDs.
+// join registers a process node with simulated GPUs through the agent protocol and
+// returns its GPUs' UUIDs.
 func join(t *testing.T, d *dispatch.Service, st *store.Store, al *audit.Log, name, gpus string) []string {
+	t.Helper()
+	return joinRuntime(t, d, st, al, name, gpus, agentapi.RuntimeProcess)
+}
+
+// joinRuntime registers a node of the runtime, as join does.
+func joinRuntime(t *testing.T, d *dispatch.Service, st *store.Store, al *audit.Log, name, gpus, runtime string) []string {
 	t.Helper()
 	ctx := context.Background()
 	token, _, err := dispatch.CreateJoinToken(ctx, st, al, time.Now(), dispatch.JoinTokenSpec{Name: name, TTL: time.Hour})
@@ -39,7 +45,7 @@ func join(t *testing.T, d *dispatch.Service, st *store.Store, al *audit.Log, nam
 	must(t, err)
 	inv, err := sim.Discover(ctx)
 	must(t, err)
-	_, err = d.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess, CPUMilli: 32000, MemoryMiB: 262144, Inventory: inv})
+	_, err = d.Join(ctx, agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: runtime, CPUMilli: 32000, MemoryMiB: 262144, Inventory: inv})
 	must(t, err)
 	var out []string
 	for _, dev := range inv.Devices {

@@ -111,13 +111,14 @@ func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*mod
 	if spec.Preemptible != nil {
 		j.Preemptible = *spec.Preemptible
 	}
+	if err := s.resolveImage(ctx, project, spec.Image, j); err != nil {
+		return nil, err
+	}
+	// After the image: whether it names one decides which nodes may run the job.
 	if s.fit != nil {
 		if err := s.fit.CheckFit(ctx, *j); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.resolveImage(ctx, project, spec.Image, j); err != nil {
-		return nil, err
 	}
 	cmd, err := json.Marshal(spec.Command)
 	if err != nil {
@@ -135,14 +136,18 @@ func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*mod
 }
 
 // resolveImage sets the job's image: a catalog entry by name, else a reference
-// when the project allows custom images, else the project's default (none for
-// nodes on the process runtime).
+// when the project allows custom images, else the project's default. The built-in
+// plain-command entry has no reference: its jobs run on process nodes.
 func (s *Service) resolveImage(ctx context.Context, project *models.Project, image string, j *models.Job) error {
 	if image == "" {
 		if project.DefaultImageID == nil {
 			return nil
 		}
-		j.ImageID = project.DefaultImageID
+		img, err := s.store.ImageByID(ctx, *project.DefaultImageID)
+		if err != nil {
+			return fmt.Errorf("default image of project %s: %w", project.Name, err)
+		}
+		j.ImageID, j.ImageRef = &img.ID, img.Reference
 		return nil
 	}
 	img, err := s.store.ImageByName(ctx, image)

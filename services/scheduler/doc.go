@@ -48,6 +48,8 @@
 // that fits, steer job kinds to GPU classes, prefer spot nodes for jobs that allow them,
 // and prefer cheaper nodes (hourly price per GPU) for every job. Spot nodes, and nodes of
 // pools that take only jobs allowing spot, never take a job that does not allow spot.
+// A node's runtime runs plain commands, container images or both (Node.Runs); a job
+// goes only where its kind runs.
 //
 // # The cycle
 //

@@ -40,6 +40,15 @@ func (s *stack) phrase(reason string, n int) string {
 	switch reason {
 	case RejectCordoned:
 		return fmt.Sprintf("%s cordoned", nodes)
+	case RejectRuntime:
+		run := "run"
+		if n == 1 {
+			run = "runs"
+		}
+		if r.Container {
+			return fmt.Sprintf("%s %s plain commands only and the job names a container image", nodes, run)
+		}
+		return fmt.Sprintf("%s %s containers only and the job runs a plain command", nodes, run)
 	case RejectPool:
 		return fmt.Sprintf("%s outside pool %s", nodes, r.Pool)
 	case RejectPlacement:

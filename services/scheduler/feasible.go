@@ -5,6 +5,7 @@ import "slices"
 // Rejection reasons: the first feasibility check a node fails is counted under its name.
 const (
 	RejectCordoned  = "cordoned"
+	RejectRuntime   = "runtime"
 	RejectPool      = "pool"
 	RejectPlacement = "placement policy"
 	RejectSelector  = "node selector"
@@ -29,6 +30,7 @@ type reason uint8
 const (
 	reasonNone reason = iota
 	reasonCordoned
+	reasonRuntime
 	reasonPool
 	reasonPlacement
 	reasonSelector
@@ -51,6 +53,8 @@ func (r reason) String() string {
 	switch r {
 	case reasonCordoned:
 		return RejectCordoned
+	case reasonRuntime:
+		return RejectRuntime
 	case reasonPool:
 		return RejectPool
 	case reasonPlacement:
@@ -94,6 +98,17 @@ type cordonChecker struct{}
 func (cordonChecker) check(n *nodeState) reason {
 	if n.node.Cordoned {
 		return reasonCordoned
+	}
+	return reasonNone
+}
+
+// runtimeChecker keeps a job off nodes whose runtime cannot start it: a container
+// image off process nodes, a plain command off docker and podman nodes.
+type runtimeChecker struct{ container bool }
+
+func (c runtimeChecker) check(n *nodeState) reason {
+	if !n.node.Runs.Starts(c.container) {
+		return reasonRuntime
 	}
 	return reasonNone
 }
@@ -159,8 +174,8 @@ func (c resourceChecker) check(n *nodeState) reason {
 // nodeCheckers are the checks that need only the node, cheapest and most selective first.
 func nodeCheckers(d *demand) []checker {
 	r := d.req
-	cs := make([]checker, 1, 5)
-	cs[0] = cordonChecker{}
+	cs := make([]checker, 2, 7)
+	cs[0], cs[1] = cordonChecker{}, runtimeChecker{r.Container}
 	if r.Pool != "" {
 		cs = append(cs, poolChecker{r.Pool})
 	}

@@ -13,6 +13,10 @@ func TestCheckers(t *testing.T) {
 	other.Pool = "batch"
 	eu := base
 	eu.Region, eu.Confidential = "eu-west", true
+	plain := base
+	plain.Runs = RunsPlain
+	boxes := base
+	boxes.Runs = RunsContainers
 
 	cases := []struct {
 		name string
@@ -22,6 +26,12 @@ func TestCheckers(t *testing.T) {
 	}{
 		{"cordoned node rejected", cordonChecker{}, cordoned, reasonCordoned},
 		{"ready node passes cordon check", cordonChecker{}, base, reasonNone},
+		{"process node takes a plain command", runtimeChecker{container: false}, plain, reasonNone},
+		{"process node refuses a container image", runtimeChecker{container: true}, plain, reasonRuntime},
+		{"container node takes a container image", runtimeChecker{container: true}, boxes, reasonNone},
+		{"container node refuses a plain command", runtimeChecker{container: false}, boxes, reasonRuntime},
+		{"a node that runs both takes a plain command", runtimeChecker{container: false}, base, reasonNone},
+		{"a node that runs both takes a container image", runtimeChecker{container: true}, base, reasonNone},
 		{"pool matches", poolChecker{"default"}, base, reasonNone},
 		{"other pool rejected", poolChecker{"default"}, other, reasonPool},
 		{"selector subset matches", selectorChecker{map[string]string{"zone": "a"}}, base, reasonNone},
@@ -57,9 +67,9 @@ func TestNodeCheckersFollowRequest(t *testing.T) {
 		req  Request
 		want int
 	}{
-		{"plain request checks cordon, spot and resources", Request{}, 3},
-		{"spot allowed drops the spot check", Request{SpotAllowed: true}, 2},
-		{"pool and selector add their checks", Request{Pool: "p", NodeSelector: map[string]string{"a": "b"}}, 5},
+		{"plain request checks cordon, runtime, spot and resources", Request{}, 4},
+		{"spot allowed drops the spot check", Request{SpotAllowed: true}, 3},
+		{"pool and selector add their checks", Request{Pool: "p", NodeSelector: map[string]string{"a": "b"}}, 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,7 +112,7 @@ type shapeKey struct {
 	models, mig, class, pool, labels string
 	placement                        string
 	team                             string
-	preemptible, spot                bool
+	preemptible, spot, container     bool
 	kind                             Kind
 }
 
@@ -131,7 +131,7 @@ type failures map[shapeKey][]failure
 func keyOf(j Job) shapeKey {
 	r := j.Request
 	k := shapeKey{gpus: r.GPUs, milli: r.GPUMilli, mem: r.GPUMemoryMiB, mig: r.MIGProfile, class: r.Class, pool: r.Pool,
-		team: j.Team, preemptible: r.Preemptible, spot: r.SpotAllowed, kind: r.Kind}
+		team: j.Team, preemptible: r.Preemptible, spot: r.SpotAllowed, container: r.Container, kind: r.Kind}
 	if len(r.GPUModels) > 0 {
 		k.models = strings.Join(r.GPUModels, "|")
 	}

@@ -411,3 +411,89 @@ func TestPlacementPolicyIsEnforced(t *testing.T) {
 		t.Fatalf("on a confidential eu node: %+v", plan.Placements)
 	}
 }
+
+// A job that names a container image goes to a node that runs containers, a plain
+// command to a process node, whatever else would score; where none is free of the
+// right kind the job waits, and the explanation counts the nodes of the other kind.
+func TestPlacementFollowsTheRuntime(t *testing.T) {
+	node := func(id string, runs Runs, gpus int) Node {
+		n := gpuNode(id, "L4", gpus, 24576, 16000, 65536)
+		n.Runs = runs
+		return n
+	}
+	boxed := func(id string, submit time.Duration) Job {
+		j := classJob(id, "a", "research", 1, t0.Add(submit))
+		j.Request.Container = true
+		return j
+	}
+	plain := func(id string, submit time.Duration) Job { return classJob(id, "a", "research", 1, t0.Add(submit)) }
+	cases := []struct {
+		name    string
+		nodes   []Node
+		pending []Job
+		want    map[string]string   // job -> node
+		waiting map[string][]string // job -> parts of its explanation
+	}{
+		{
+			name:    "each kind on its own node",
+			nodes:   []Node{node("proc", RunsPlain, 2), node("box", RunsContainers, 2)},
+			pending: []Job{boxed("image", 0), plain("plain", time.Second)},
+			want:    map[string]string{"image": "box", "plain": "proc"},
+		},
+		{
+			name:    "a node that runs both takes either",
+			nodes:   []Node{node("slurm", RunsBoth, 2)},
+			pending: []Job{boxed("image", 0), plain("plain", time.Second)},
+			want:    map[string]string{"image": "slurm", "plain": "slurm"},
+		},
+		{
+			name:    "an image waits on process nodes",
+			nodes:   []Node{node("p1", RunsPlain, 1), node("p2", RunsPlain, 1), node("p3", RunsPlain, 1)},
+			pending: []Job{boxed("image", 0), plain("plain", time.Second)},
+			want:    map[string]string{"plain": "p1"},
+			waiting: map[string][]string{"image": {"3 nodes run plain commands only and the job names a container image"}},
+		},
+		{
+			name:    "a plain command waits on container nodes, and so does one of its shape",
+			nodes:   []Node{node("c1", RunsContainers, 1), node("c2", RunsContainers, 1), node("c3", RunsContainers, 1)},
+			pending: []Job{plain("plain", 0), boxed("image", time.Second), plain("twin", 2*time.Second)},
+			want:    map[string]string{"image": "c1"},
+			waiting: map[string][]string{"plain": {"3 nodes run containers only and the job runs a plain command"}, "twin": {"like job plain"}},
+		},
+		{
+			name:    "an image that does not fit its kind's nodes waits, though a process node is free",
+			nodes:   []Node{node("box", RunsContainers, 1), node("proc", RunsPlain, 4)},
+			pending: []Job{boxed("first", 0), boxed("second", time.Second)},
+			want:    map[string]string{"first": "box"},
+			waiting: map[string][]string{"second": {"1 node runs plain commands only and the job names a container image", "1 node have fewer than 1 free GPU", "1 node held for it"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := schedule(t, Snapshot{Nodes: tc.nodes, Pending: tc.pending})
+			got := map[string]string{}
+			for _, p := range plan.Placements {
+				got[p.JobID] = p.Replicas[0].NodeID
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("placed %v, want %v", got, tc.want)
+			}
+			for j, n := range tc.want {
+				if got[j] != n {
+					t.Fatalf("placed %v, want %v", got, tc.want)
+				}
+			}
+			for j, parts := range tc.waiting {
+				ex, ok := unplaced(plan, j)
+				for _, part := range parts {
+					if !ok || !strings.Contains(ex.Reason, part) {
+						t.Errorf("job %s: explanation %q, want it to say %q", j, ex.Reason, part)
+					}
+				}
+				if ex.Rejections[RejectRuntime] == 0 && !strings.HasPrefix(ex.Reason, "like job") {
+					t.Errorf("job %s: rejections %v count no node under %q", j, ex.Rejections, RejectRuntime)
+				}
+			}
+		})
+	}
+}

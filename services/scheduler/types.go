@@ -15,12 +15,39 @@ type Node struct {
 	// only jobs that allow spot; jobs that do not allow spot never land on them.
 	Spot     bool
 	Cordoned bool // accepts no new work
+	// Runs says which jobs the node's runtime starts: plain commands, container
+	// images, or both (the zero value).
+	Runs Runs
 	// PriceMicros is what an hour of the whole node costs (0: unknown or owned).
 	PriceMicros int64
 	CPUMilli    int64
 	RAMMiB      int64
 	ScratchMiB  int64
 	GPUs        []GPU
+}
+
+// Runs is what a node's runtime starts. A plain command runs on the node itself (the
+// process runtime), so a container runtime cannot honour it; a container image needs
+// docker or podman, and the process runtime would run the command outside it.
+type Runs uint8
+
+// What a node runs.
+const (
+	RunsBoth       Runs = iota // both: Slurm with a container plugin, a pool template
+	RunsPlain                  // plain commands only: the process runtime, Slurm without a container plugin
+	RunsContainers             // container images only: the docker and podman runtimes
+)
+
+// Starts reports whether a node that runs r starts a job that names a container
+// image (container) or runs a plain command (!container).
+func (r Runs) Starts(container bool) bool {
+	switch r {
+	case RunsPlain:
+		return !container
+	case RunsContainers:
+		return container
+	}
+	return true
 }
 
 // GPU is one card on a node.
@@ -67,6 +94,9 @@ type Request struct {
 	CPUMilli   int64
 	RAMMiB     int64
 	ScratchMiB int64
+	// Container is set when the job names a container image; a job without one runs
+	// a plain command. Each needs a node that runs it (Node.Runs).
+	Container bool
 	// Replicas > 1 makes a gang: all replicas start together or none does.
 	Replicas        int
 	Class           string // priority class name

@@ -34,7 +34,9 @@ type Offer struct {
 	MIGProfiles map[string][]string
 	Pools       map[string]bool
 	HasSpot     bool
-	Nodes       int
+	// Plain and Containers say whether any node runs plain commands, container images.
+	Plain, Containers bool
+	Nodes             int
 }
 
 // OfferOf computes the cluster's offer from its nodes; cordoned nodes count, as they
@@ -48,6 +50,8 @@ func OfferOf(nodes []Node) Offer {
 		o.MaxScratchMiB = max(o.MaxScratchMiB, n.ScratchMiB)
 		o.Pools[n.Pool] = true
 		o.HasSpot = o.HasSpot || n.Spot
+		o.Plain = o.Plain || n.Runs.Starts(false)
+		o.Containers = o.Containers || n.Runs.Starts(true)
 		count := map[string]int{}
 		for _, g := range n.GPUs {
 			o.MemoryByModel[g.Model] = max(o.MemoryByModel[g.Model], g.MemoryMiB)
@@ -75,6 +79,12 @@ func ValidateRequest(r Request, cfg Config, o Offer) error {
 	}
 	fail := func(field, format string, args ...any) error {
 		return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case r.Container && !o.Containers:
+		return fail("image", "a container image needs a node with the docker or podman runtime, and every node runs plain commands only; use the plain-command image")
+	case !r.Container && !o.Plain:
+		return fail("image", "a plain command needs a node with the process runtime, and every node runs containers only; name a container image to run it in")
 	}
 	if r.CPUMilli > o.MaxCPUMilli {
 		return fail("cpu_milli", "%d milli-cores exceed the largest node (%d milli-cores)", r.CPUMilli, o.MaxCPUMilli)

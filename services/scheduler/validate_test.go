@@ -60,6 +60,44 @@ func TestValidateRequest(t *testing.T) {
 	}
 }
 
+// A job is refused when no node's runtime starts it: a container image where every
+// node runs plain commands, a plain command where every node runs containers.
+func TestValidateRequestRuntime(t *testing.T) {
+	node := func(id string, runs Runs) Node {
+		n := gpuNode(id, "L4", 1, 24576, 8000, 32768)
+		n.Runs = runs
+		return n
+	}
+	cases := []struct {
+		name      string
+		nodes     []Node
+		container bool
+		mentioned string // "" when the request is valid
+	}{
+		{"image on process nodes", []Node{node("p1", RunsPlain), node("p2", RunsPlain)}, true, "every node runs plain commands only"},
+		{"plain command on container nodes", []Node{node("c1", RunsContainers)}, false, "every node runs containers only"},
+		{"image with one container node", []Node{node("p1", RunsPlain), node("c1", RunsContainers)}, true, ""},
+		{"plain command with one process node", []Node{node("c1", RunsContainers), node("p1", RunsPlain)}, false, ""},
+		{"image on a node that runs both", []Node{node("s1", RunsBoth)}, true, ""},
+		{"plain command on a node that runs both", []Node{node("s1", RunsBoth)}, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateRequest(Request{GPUs: 1, Container: tc.container}, DefaultConfig(), OfferOf(tc.nodes))
+			if tc.mentioned == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want nil", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "image" || !strings.Contains(fe.Message, tc.mentioned) {
+				t.Fatalf("err = %v, want a FieldError on image mentioning %q", err, tc.mentioned)
+			}
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
