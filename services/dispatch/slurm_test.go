@@ -304,8 +304,10 @@ func TestSlurmPoolCancels(t *testing.T) {
 		holder := s.foreignJob(t, "--qos=production --gres=gpu:l4:2", "sleep 300")
 		s.until("the job outside Gantry to run", func() bool { return s.slurmState(holder) == "RUNNING" })
 		waiting := s.submit("waits", 2, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["true"]` })
+		// Slurm's reason may be Resources, Priority or not yet considered: pending all the same.
 		s.until("the second job to wait in Slurm", func() bool {
-			return strings.Contains(s.job(waiting.ID).PendingReason, "waits: Resources")
+			r := s.job(waiting.ID).PendingReason
+			return strings.HasPrefix(r, "Slurm job ") && strings.Contains(r, " waits: ")
 		})
 
 		for _, j := range []*models.Job{running, waiting} {
