@@ -50,6 +50,8 @@ func (h *Handler) JoinTokenCreate(c *gin.Context) {
 	case err != nil:
 		h.serverError(c, err)
 	default:
+		// The secret is shown once: no cache may keep the page.
+		c.Header("Cache-Control", "no-store")
 		h.renderJoinTokens(c, http.StatusCreated, templates.JoinTokensData{Secret: secret, Created: form.Name,
 			Command: "gantry agent --server " + serverURL(c) + " --join-token " + secret, Form: templates.JoinTokenForm{Expires: "24h"}})
 	}

@@ -44,6 +44,9 @@ func TestJoinTokensThroughTheConsole(t *testing.T) {
 		if res.StatusCode != http.StatusCreated || m == nil || !strings.Contains(body, "gantry agent --server "+s.srv.URL+" --join-token "+m[1]) {
 			t.Fatalf("create = %d; want the token and the agent command once", res.StatusCode)
 		}
+		if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("the page showing the join token says Cache-Control %q, want no-store", cc)
+		}
 		if _, body = s.send(admin, "GET", "/admin/join-tokens", "", nil); strings.Contains(body, m[1]) {
 			t.Fatal("the token is shown again")
 		}
