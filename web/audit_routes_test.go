@@ -595,9 +595,9 @@ func TestEveryStateChangeNeedsTheCSRFToken(t *testing.T) {
 // badValues are what a careless or hostile client puts in a field.
 var badValues = []string{"", "x", "-1", "99999999999999999999", "0.5e400", strings.Repeat("a", 3000), "a\x00b\xff"}
 
-// Bad input to a state-changing route is a 4xx, never a 500: every field of each
-// route's valid change (see mutations) in turn gets each bad value, and every number in
-// its path gets one that is no id.
+// Bad input to a state-changing route is a 4xx, never a 500, and the API's 400s name
+// the field: every field of each route's valid change (see mutations) in turn gets each
+// bad value, and every number in its path gets one that is no id.
 func TestBadInputIsNeverA500(t *testing.T) {
 	t.Parallel()
 	w := &world{matrix: newMatrix(t), ctx: context.Background()}
@@ -650,6 +650,11 @@ func TestBadInputIsNeverA500(t *testing.T) {
 			res, body := w.send(r.method, bad)
 			if res.StatusCode >= 500 {
 				t.Errorf("%s as %s, path %s, form %v, body %.100s: %d %.200s", key, bad.as, bad.path, bad.form, bad.json, res.StatusCode, body)
+			}
+			// The API says which field is at fault.
+			var e struct{ Error handlers.APIError }
+			if res.StatusCode == http.StatusBadRequest && strings.HasPrefix(bad.path, "/api/") && (json.Unmarshal([]byte(body), &e) != nil || e.Error.Field == "" || e.Error.Message == "") {
+				t.Errorf("%s, body %.100s: 400 %.200s, want the error to name the field", key, bad.json, body)
 			}
 		}
 	}
