@@ -164,6 +164,9 @@ func (s *Service) SetNodeConfidential(ctx context.Context, name string, on bool)
 		if node, err = tx.NodeByName(ctx, name); err != nil {
 			return err
 		}
+		if err := notSlurm(node, "confidential"); err != nil {
+			return err
+		}
 		if node.CCState == string(gpu.CCOn) || node.CCState == string(gpu.CCOff) {
 			return models.Invalid("confidential", "NVML reports confidential computing %s on %s, and it decides: the flag is for nodes whose GPUs cannot tell", node.CCState, name)
 		}

@@ -150,7 +150,7 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 }
 
 func schedNode(n NodeCapacity) scheduler.Node {
-	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Region: n.Region, Confidential: n.Confidential, Labels: n.Labels, Spot: n.Spot,
+	out := scheduler.Node{ID: strconv.FormatInt(n.ID, 10), Pool: n.Pool, Region: n.Region, Confidential: n.Confidential, WholeGPUs: n.WholeGPUs, Labels: n.Labels, Spot: n.Spot,
 		Runs: n.Runs, PriceMicros: n.PriceMicros, CPUMilli: n.CPUMilli, RAMMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB}
 	for _, g := range n.GPUs {
 		sg := scheduler.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, NVLinkPeers: g.NVLinkPeers}

@@ -83,7 +83,9 @@ type NodeCapacity struct {
 	// Confidential: the node's GPUs run in confidential-computing mode.
 	Confidential bool
 	// Runs is what the node's runtime starts: plain commands, container images or both.
-	Runs                            scheduler.Runs
+	Runs scheduler.Runs
+	// WholeGPUs: the node gives GPUs only whole (a Slurm node), never a share or a slice.
+	WholeGPUs                       bool
 	PriceMicros                     int64
 	Labels                          map[string]string
 	CPUMilli, MemoryMiB, ScratchMiB int64
@@ -195,7 +197,7 @@ func (s *Service) addNodes(ctx context.Context, snap *Snapshot, nodes []models.N
 		byID[n.ID] = i
 		nc := NodeCapacity{ID: n.ID, Name: n.Name, CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB,
 			FreeCPUMilli: n.CPUMilli, FreeMemoryMiB: n.MemoryMiB, FreeScratchMiB: n.ScratchMiB, Confidential: n.Confidential,
-			Runs: runsOf(n.Runtime)}
+			Runs: runsOf(n.Runtime), WholeGPUs: n.Runtime == models.RuntimeSlurm}
 		if n.Labels != "" {
 			if err := json.Unmarshal([]byte(n.Labels), &nc.Labels); err != nil {
 				return nil, fmt.Errorf("labels of node %s: %w", n.Name, err)

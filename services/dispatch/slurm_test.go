@@ -221,6 +221,9 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 		if _, err := s.svc.RemoveNode(s.ctx, "hpc.node1", "gone"); !isField(err, "node") {
 			t.Errorf("removing a Slurm node from Gantry: %v, want a node field error", err)
 		}
+		if _, err := s.svc.SetNodeConfidential(s.ctx, "hpc.node1", true); !isField(err, "confidential") {
+			t.Errorf("flagging a Slurm node confidential from Gantry: %v, want a confidential field error", err)
+		}
 		token, _, err := dispatch.CreateJoinToken(s.ctx, s.st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: "impostor", TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -641,6 +644,31 @@ func TestSlurmJobsOutsideGantry(t *testing.T) {
 		})
 		if c, _ := s.st.GPUCapacity(s.ctx); c.ForeignMilli != 0 {
 			t.Errorf("utilisation after it ended: %+v", c)
+		}
+	})
+}
+
+// The scheduler places on a Slurm node only jobs of whole GPUs: a share of a GPU
+// waits, saying why, rather than being submitted for Slurm to refuse.
+func TestSlurmNodesTakeWholeGPUsOnly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		pool := &models.NodePool{Name: "hpc", Provider: "slurm", CapacityType: models.CapacityOwned}
+		if err := st.CreateNodePool(e.ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		node, devs := slurm.GantryNode("hpc", slurm.Config{Partition: "gpu", GRESTypes: map[string]string{"A100-80GB": "a100"}},
+			slurm.Node{Name: "node1", State: "idle", CPUs: 8, MemoryMiB: 8192, GPUs: []slurm.GRES{{Type: "a100", Count: 2}}})
+		if _, err := st.SyncPoolNodes(e.ctx, pool.ID, []store.PoolNode{{Node: node, Devices: devs}}, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		share := e.submit("share", 1, func(j *models.Job) { j.GPUMilli, j.GPUMemoryMiB = 500, 10000 })
+		whole := e.submit("whole", 1)
+		e.svc.Tick(e.ctx)
+		e.wantState(whole.ID, models.JobScheduled)
+		if got := e.wantState(share.ID, models.JobQueued); !strings.Contains(got.PendingReason, "give GPUs only whole (Slurm nodes)") {
+			t.Errorf("the share's reason: %q", got.PendingReason)
 		}
 	})
 }

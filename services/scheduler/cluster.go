@@ -233,7 +233,7 @@ func staticSigOf(n Node, cards []gpuState) uint64 {
 	}
 	str(n.Pool)
 	str(n.Region)
-	num(uint64(boolBits(n.Spot, n.Cordoned, n.Confidential)))
+	num(uint64(boolBits(n.Spot, n.Cordoned, n.Confidential, n.WholeGPUs)))
 	num(uint64(n.PriceMicros))
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 		str(k)

@@ -53,6 +53,8 @@ func (s *stack) phrase(reason string, n int) string {
 		return fmt.Sprintf("%s outside pool %s", nodes, r.Pool)
 	case RejectPlacement:
 		return fmt.Sprintf("%s outside the project's placement policy (%s)", nodes, r.Policy.describe())
+	case RejectWholeGPUs:
+		return fmt.Sprintf("%s give GPUs only whole (Slurm nodes), not a share or a MIG slice", nodes)
 	case RejectSelector:
 		return fmt.Sprintf("%s without the labels %s", nodes, labels(r.NodeSelector))
 	case RejectSpot:

@@ -8,6 +8,7 @@ const (
 	RejectRuntime   = "runtime"
 	RejectPool      = "pool"
 	RejectPlacement = "placement policy"
+	RejectWholeGPUs = "whole gpus only"
 	RejectSelector  = "node selector"
 	RejectSpot      = "spot not allowed"
 	RejectCPU       = "cpu"
@@ -33,6 +34,7 @@ const (
 	reasonRuntime
 	reasonPool
 	reasonPlacement
+	reasonWholeGPUs
 	reasonSelector
 	reasonSpot
 	reasonCPU
@@ -59,6 +61,8 @@ func (r reason) String() string {
 		return RejectPool
 	case reasonPlacement:
 		return RejectPlacement
+	case reasonWholeGPUs:
+		return RejectWholeGPUs
 	case reasonSelector:
 		return RejectSelector
 	case reasonSpot:
@@ -136,6 +140,16 @@ func (c placementChecker) check(n *nodeState) reason {
 	return reasonNone
 }
 
+// wholeChecker keeps a share of a GPU, or a MIG slice, off nodes that give GPUs only whole.
+type wholeChecker struct{}
+
+func (wholeChecker) check(n *nodeState) reason {
+	if n.node.WholeGPUs {
+		return reasonWholeGPUs
+	}
+	return reasonNone
+}
+
 type selectorChecker struct{ labels map[string]string }
 
 func (c selectorChecker) check(n *nodeState) reason {
@@ -181,6 +195,9 @@ func nodeCheckers(d *demand) []checker {
 	}
 	if !r.Policy.any() {
 		cs = append(cs, placementChecker{r.Policy})
+	}
+	if r.GPUMilli > 0 || r.MIGProfile != "" {
+		cs = append(cs, wholeChecker{})
 	}
 	if len(r.NodeSelector) > 0 {
 		cs = append(cs, selectorChecker{r.NodeSelector})

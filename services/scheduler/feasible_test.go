@@ -17,6 +17,8 @@ func TestCheckers(t *testing.T) {
 	plain.Runs = RunsPlain
 	boxes := base
 	boxes.Runs = RunsContainers
+	whole := base
+	whole.WholeGPUs = true
 
 	cases := []struct {
 		name string
@@ -43,6 +45,8 @@ func TestCheckers(t *testing.T) {
 		{"allowed region passes", placementChecker{Policy{Regions: []string{"eu-west"}}}, eu, reasonNone},
 		{"confidential only rejects a plain node", placementChecker{Policy{ConfidentialOnly: true}}, base, reasonPlacement},
 		{"confidential only takes a confidential node", placementChecker{Policy{ConfidentialOnly: true, Regions: []string{"eu-west"}}}, eu, reasonNone},
+		{"a node giving whole GPUs only refuses a share", wholeChecker{}, whole, reasonWholeGPUs},
+		{"a node that shares GPUs passes", wholeChecker{}, base, reasonNone},
 		{"spot node rejected for on-demand job", spotChecker{}, spot, reasonSpot},
 		{"on-demand node passes spot check", spotChecker{}, base, reasonNone},
 		{"cpu fits exactly", resourceChecker{cpu: 16000}, base, reasonNone},

@@ -497,3 +497,33 @@ func TestPlacementFollowsTheRuntime(t *testing.T) {
 		})
 	}
 }
+
+// A node that gives GPUs only whole (a Slurm node) takes whole-GPU jobs but never a
+// share or a MIG slice, and says so.
+func TestWholeGPUNodesTakeNoShares(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0).UTC()
+	snap := Snapshot{Now: now, Nodes: []Node{{ID: "slurm", Pool: "hpc", WholeGPUs: true, CPUMilli: 8000, RAMMiB: 32768,
+		GPUs: []GPU{{Index: 0, UUID: "g0", Model: "A100", MemoryMiB: 81920}, {Index: 1, UUID: "g1", Model: "A100", MemoryMiB: 81920}}}},
+		Pending: []Job{
+			{ID: "share", Team: "a", SubmitTime: now, Request: Request{GPUs: 1, GPUMilli: 500, GPUMemoryMiB: 10000, Replicas: 1, Class: "research"}},
+			{ID: "whole", Team: "a", SubmitTime: now.Add(time.Second), Request: Request{GPUs: 1, Replicas: 1, Class: "research"}},
+		}}
+	plan, err := s.Schedule(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Placements) != 1 || plan.Placements[0].JobID != "whole" {
+		t.Fatalf("placements = %+v", plan.Placements)
+	}
+	if len(plan.Unplaced) != 1 || !strings.Contains(plan.Unplaced[0].Explanation.Reason, "give GPUs only whole (Slurm nodes), not a share or a MIG slice") {
+		t.Fatalf("unplaced = %+v", plan.Unplaced)
+	}
+	snap.Nodes[0].WholeGPUs = false
+	if plan, _ = s.Schedule(snap); len(plan.Placements) != 2 {
+		t.Fatalf("on a node that shares its GPUs: %+v", plan.Placements)
+	}
+}

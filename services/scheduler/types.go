@@ -11,6 +11,9 @@ type Node struct {
 	Labels map[string]string
 	// Confidential is set when the node's GPUs run in confidential-computing mode.
 	Confidential bool
+	// WholeGPUs nodes give GPUs only whole, never a share or a MIG slice: a Slurm
+	// node, whose GRES Slurm allocates by the card.
+	WholeGPUs bool
 	// Spot nodes may be reclaimed by their provider, or belong to a pool that takes
 	// only jobs that allow spot; jobs that do not allow spot never land on them.
 	Spot     bool
