@@ -37,8 +37,9 @@ type slurmEnv struct {
 }
 
 // eachSlurm runs fn on every database backend with a Slurm pool on the test Slurm.
-// runner, when given, wraps the commands the pool runs.
-func eachSlurm(t *testing.T, runner func(slurm.Runner) slurm.Runner, fn func(t *testing.T, s *slurmEnv)) {
+// tune, when given, changes the pools' configuration (the runner it wraps is the
+// commands').
+func eachSlurm(t *testing.T, tune func(*dispatch.SlurmConfig), fn func(t *testing.T, s *slurmEnv)) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			conf := slurmtest.Conf(t)
@@ -66,10 +67,11 @@ func eachSlurm(t *testing.T, runner func(slurm.Runner) slurm.Runner, fn func(t *
 				Follow:         slurm.FollowConfig{Interval: 200 * time.Millisecond, MaxBackoff: 2 * time.Second, LostAfter: 5 * time.Minute},
 				InventoryEvery: 5 * time.Second, LogChunk: 64 << 10,
 			}
-			if runner != nil {
-				scfg.Runner = func(c slurm.Config) slurm.Runner {
-					return runner(slurm.NewExecRunner(c.BinDir, c.SlurmConf, c.CommandTimeout()))
-				}
+			scfg.Runner = func(c slurm.Config) slurm.Runner {
+				return slurm.NewExecRunner(c.BinDir, c.SlurmConf, c.CommandTimeout())
+			}
+			if tune != nil {
+				tune(&scfg)
 			}
 			s := &slurmEnv{env: e, dbConf: dbConf, conf: conf, cfg: cfg, pool: pool, sp: e.svc.SlurmPools(scfg)}
 			s.cancelAll() // what an interrupted test left
@@ -299,18 +301,19 @@ func (s *slurmEnv) slurmState(id string) string {
 // Cancelling a job in Gantry cancels its Slurm job (scancel), running or still
 // waiting in Slurm's queue, and what ran is charged from Slurm's accounting.
 func TestSlurmPoolCancels(t *testing.T) {
-	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+	// Gantry reads the node's state once, so it places a job there after Slurm drained it.
+	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
 		running := s.submit("long", 2, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["sleep","300"]` })
 		s.untilState(running.ID, models.JobRunning)
-		// Another job Slurm cannot start yet: it waits in Slurm's queue, behind a job
-		// submitted outside Gantry that holds the L4s.
-		holder := s.foreignJob(t, "--qos=production --gres=gpu:l4:2", "sleep 300")
-		s.until("the job outside Gantry to run", func() bool { return s.slurmState(holder) == "RUNNING" })
+		// Another job Slurm cannot start: it waits in Slurm's queue, for a drained node.
+		if out, err := s.slurmCmd("scontrol", "update", "nodename=node1", "state=drain", "reason=gantry test").CombinedOutput(); err != nil {
+			t.Fatalf("drain node1: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").Run() })
 		waiting := s.submit("waits", 2, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["true"]` })
-		// Slurm's reason may be Resources, Priority or not yet considered: pending all the same.
 		s.until("the second job to wait in Slurm", func() bool {
-			r := s.job(waiting.ID).PendingReason
-			return strings.HasPrefix(r, "Slurm job ") && strings.Contains(r, " waits: ")
+			rows := s.slurmJobs(waiting.ID)
+			return len(rows) == 1 && s.slurmState(rows[0].SlurmJobID) == "PENDING" && strings.Contains(s.job(waiting.ID).PendingReason, "waits:")
 		})
 
 		for _, j := range []*models.Job{running, waiting} {
@@ -571,7 +574,11 @@ func (g *garbledSbatch) Run(ctx context.Context, name string, args []string, std
 // retried, without submitting twice; Slurm's refusal fails the job with Slurm's
 // words; a partition Slurm does not know takes the pool's nodes down with why.
 func TestSlurmBadAnswersAndRefusals(t *testing.T) {
-	eachSlurm(t, func(r slurm.Runner) slurm.Runner { return &garbledSbatch{Runner: r} }, func(t *testing.T, s *slurmEnv) {
+	garble := func(c *dispatch.SlurmConfig) {
+		exec := c.Runner
+		c.Runner = func(cfg slurm.Config) slurm.Runner { return &garbledSbatch{Runner: exec(cfg)} }
+	}
+	eachSlurm(t, garble, func(t *testing.T, s *slurmEnv) {
 		j := s.submit("once", 1, func(j *models.Job) { j.Command = `["true"]` })
 		s.until("the unreadable answer to show on the job", func() bool {
 			return strings.Contains(s.job(j.ID).PendingReason, "cannot parse sbatch output")
