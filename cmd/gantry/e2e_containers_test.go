@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,63 @@ func TestE2EContainerRuntimes(t *testing.T) {
 				}
 				return false
 			})
+		})
+	}
+}
+
+// A docker and a podman node pull from a real registry (in the test, on loopback):
+// the catalog's pre-pull image before any job needs it, and a job's image when its
+// job starts; the job runs in it, says in its stderr that its image was pulled, and
+// the node reports both images as held.
+func TestE2EContainerPullsFromARegistry(t *testing.T) {
+	for _, rt := range containertest.Runtimes {
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			cli, _ := containertest.Runtime(t, rt)
+			reg := containertest.NewRegistry(t)
+			warm := &models.Image{Name: "warm", Reference: reg.Push(t, "lab/warm"), Status: models.ImageCertified, PrePull: true}
+			train := &models.Image{Name: "train", Reference: reg.Push(t, "lab/train"), Status: models.ImageCertified}
+			t.Cleanup(func() { containertest.RemoveImages(t, cli, warm.Reference, train.Reference) })
+			c := newCluster(t)
+			t.Cleanup(func() { removeContainers(t, c, rt) })
+			for _, img := range []*models.Image{warm, train} {
+				if err := c.st.CreateImage(c.ctx, img); err != nil {
+					t.Fatal(err)
+				}
+			}
+			node := "pull-" + rt
+			c.startAgentEnv(node, "1xL4-24GB", reg.Env, "--runtime", rt, "--container-network", "none")
+			n := mustNode(t, c, node)
+			holds := func(img *models.Image) func() bool {
+				return func() bool {
+					rows, err := c.st.NodeImages(c.ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return slices.ContainsFunc(rows, func(r models.NodeImage) bool { return r.NodeID == n.ID && r.ImageID == img.ID })
+				}
+			}
+			c.waitFor("the node to pre-pull "+warm.Reference, holds(warm))
+			if reg.Fetched("lab/warm") == 0 || reg.Fetched("lab/train") != 0 {
+				t.Fatalf("the registry served %d manifests of the pre-pull image and %d of the job's before any job, want some and none",
+					reg.Fetched("lab/warm"), reg.Fetched("lab/train"))
+			}
+
+			j := c.submit("pulled", `head -n 1 /etc/passwd; echo "job $GANTRY_JOB_ID in $(pwd)"`, func(s *jobs.Spec) { s.Image, s.Resources.GPUs = train.Name, 0 })
+			c.waitState(j.ID, models.JobSucceeded)
+			if got, want := c.output(j.ID, 1, "stdout"), "root:x:0:0:root:/root:/bin/sh\njob "+itoa(j.ID)+" in /gantry/work\n"; got != want {
+				t.Errorf("stdout = %q, want %q", got, want)
+			}
+			stderr := c.output(j.ID, 1, "stderr")
+			for _, want := range []string{"gantry: pulling image " + train.Reference + "\n", "gantry: pulled image " + train.Reference + " in "} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr = %q, want it to say %q", stderr, want)
+				}
+			}
+			if reg.Fetched("lab/train") == 0 {
+				t.Error("the registry served no manifest of the job's image")
+			}
+			c.waitFor("the node to report the job's image "+train.Reference, holds(train))
 		})
 	}
 }

@@ -215,6 +215,12 @@ func (c *cluster) startServer() {
 // joining the first time with a fresh join token.
 func (c *cluster) startAgent(name, gpus string, extra ...string) *proc {
 	c.t.Helper()
+	return c.startAgentEnv(name, gpus, nil, extra...)
+}
+
+// startAgentEnv starts an agent as startAgent does, with env added to its environment.
+func (c *cluster) startAgentEnv(name, gpus string, env []string, extra ...string) *proc {
+	c.t.Helper()
 	dataDir := filepath.Join(c.dir, "agents", name)
 	args := []string{"agent", "--server", c.url, "--data-dir", dataDir, "--name", name, "--simulate-gpus", gpus,
 		"--poll-wait", "5s", "--cpu-milli", "4000", "--memory-mib", "8192", "--scratch-mib", "10000", "--log-level", "debug"}
@@ -227,7 +233,7 @@ func (c *cluster) startAgent(name, gpus string, extra ...string) *proc {
 		args = append(args, "--join-token", token)
 	}
 	cmd := exec.Command(binary, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		c.t.Fatal(err)
 	}

@@ -71,7 +71,12 @@ func (k *imageKeeper) usedImage(ref string) {
 	}
 }
 
+// soon looks after the images at once: the wanted ones changed, or a job's container
+// runs, so its image is on the node.
 func (k *imageKeeper) soon() {
+	if k == nil {
+		return
+	}
 	select {
 	case k.kick <- struct{}{}:
 	default:

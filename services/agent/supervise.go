@@ -238,6 +238,10 @@ func (ag *Agent) reportStart(ctx context.Context, at *attempt) error {
 	if err := ag.client.report(ctx, agentapi.Report{AttemptRef: at.ref, Event: agentapi.EventStarted}); err != nil {
 		return err
 	}
+	if at.ctr != nil {
+		// Its image is on the node now: the next heartbeat says so.
+		ag.images.soon()
+	}
 	return at.files.mark(startedFile)
 }
 

@@ -86,22 +86,35 @@ func prepare(runtime string) result {
 
 // busyboxImage imports, once, an image of the host's static busybox with a link per applet.
 func busyboxImage(ctx context.Context, cli string) (string, error) {
-	path, err := staticBusybox()
+	root, tag, err := busyboxRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(bin)
-	ref := "localhost/gantry-test/busybox:" + hex.EncodeToString(sum[:6])
+	ref := "localhost/gantry-test/busybox:" + tag
 	if _, err := run(ctx, cli, nil, "image", "inspect", "--format", "{{.Id}}", ref); err == nil {
 		return ref, nil
 	}
+	if _, err := run(ctx, cli, bytes.NewBuffer(root), "import", "--change", "ENV PATH=/bin", "-", ref); err != nil {
+		return "", fmt.Errorf("import the test image: %w", err)
+	}
+	return ref, nil
+}
+
+// busyboxRoot is the test image's file system as a tar: the host's static busybox in
+// /bin with a link per applet, and a passwd naming root. The tag names the busybox.
+func busyboxRoot(ctx context.Context) (root []byte, tag string, err error) {
+	path, err := staticBusybox()
+	if err != nil {
+		return nil, "", err
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(bin)
 	list, err := exec.CommandContext(ctx, path, "--list").Output()
 	if err != nil {
-		return "", fmt.Errorf("list busybox applets: %w", err)
+		return nil, "", fmt.Errorf("list busybox applets: %w", err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -111,37 +124,34 @@ func busyboxImage(ctx context.Context, cli string) (string, error) {
 			mode = 0o1777
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode}); err != nil {
-			return "", err
+			return nil, "", err
 		}
 	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bin/busybox", Mode: 0o755, Size: int64(len(bin))}); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if _, err := tw.Write(bin); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	for _, applet := range strings.Fields(string(list)) {
 		if applet == "busybox" || strings.Contains(applet, "/") {
 			continue
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox", Mode: 0o777}); err != nil {
-			return "", err
+			return nil, "", err
 		}
 	}
 	passwd := []byte("root:x:0:0:root:/root:/bin/sh\n")
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "etc/passwd", Mode: 0o644, Size: int64(len(passwd))}); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if _, err := tw.Write(passwd); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if err := tw.Close(); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	if _, err := run(ctx, cli, &buf, "import", "--change", "ENV PATH=/bin", "-", ref); err != nil {
-		return "", fmt.Errorf("import the test image: %w", err)
-	}
-	return ref, nil
+	return buf.Bytes(), hex.EncodeToString(sum[:6]), nil
 }
 
 // staticBusybox finds a busybox that runs without a dynamic loader (Debian's
@@ -178,6 +188,19 @@ func run(ctx context.Context, cli string, stdin *bytes.Buffer, args ...string) (
 		return nil, fmt.Errorf("%s %s: %w: %s", cli, args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// RemoveImages removes the images, for a test's cleanup.
+func RemoveImages(t testing.TB, cli string, refs ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, ref := range refs {
+		out, err := exec.CommandContext(ctx, cli, "rmi", "--force", ref).CombinedOutput()
+		if err != nil && !strings.Contains(strings.ToLower(string(out)), "no such image") && !strings.Contains(string(out), "image not known") {
+			t.Logf("remove test image %s: %v: %s", ref, err, out)
+		}
+	}
 }
 
 // Remove removes the named containers, for a test's cleanup.
