@@ -66,6 +66,14 @@ func (h *Handler) AuditIndex(c *gin.Context) {
 		}
 		d.Events = append(d.Events, row)
 	}
+	head, ok, err := h.audit.Head(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if ok {
+		d.Head = head.String()
+	}
 	values := auditValues(q)
 	d.Export = "/admin/audit/export?" + values.Encode()
 	if page.Next != 0 {

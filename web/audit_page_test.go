@@ -50,6 +50,11 @@ func TestAuditPageFiltersPagesAndExports(t *testing.T) {
 		if res.StatusCode != 200 || len(ids) != 50 || ids[0] != fmt.Sprint(total) || !strings.Contains(body, `<a href="/admin/audit">Audit log</a>`) {
 			t.Fatalf("audit page = %d with %d rows starting at %v (of %d)", res.StatusCode, len(ids), ids[:1], total)
 		}
+		// The head is there to be kept elsewhere, as verify prints it.
+		newest, _ := st.AuditEventsBefore(ctx, store.AuditFilter{}, 0, 1)
+		if head := fmt.Sprintf("%d:%s", newest[0].ID, newest[0].Hash); !strings.Contains(body, `data-testid="audit-head">Head of the chain: <code>`+head+`</code>`) {
+			t.Errorf("the audit page does not show the head %s", head)
+		}
 		older := regexp.MustCompile(`href="(/admin/audit\?before=\d+)" rel="next"`).FindStringSubmatch(body)
 		if older == nil {
 			t.Fatal("no link to older events")
