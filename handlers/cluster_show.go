@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -93,9 +94,19 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 			g.Reading = strings.Join(parts, ", ")
 		}
 		gpusOfNode[dv.NodeID] = append(gpusOfNode[dv.NodeID], g)
-		if up[dv.NodeID] {
-			total += 1000
-			inUse += g.InUseMilli
+	}
+	foreign, err := h.store.SlurmForeignJobs(ctx, 0)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.Foreign = markForeign(foreign, nodes, pools, gpusOfNode)
+	for id, gs := range gpusOfNode {
+		for _, g := range gs {
+			if up[id] {
+				total += 1000
+				inUse += g.InUseMilli
+			}
 		}
 	}
 	d.GPUs, d.GPUsInUse, d.GPUsFree = gpusOf(total), gpusOf(inUse), gpusOf(total-inUse)
@@ -160,4 +171,42 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 		d.Quotas = append(d.Quotas, templates.ClusterQuota{Team: u.Team, Model: modelLabel(u.GPUModel), InUse: gpusOf(u.UseMilli), Percent: -1})
 	}
 	render(c, http.StatusOK, templates.Cluster(h.page(c, "Cluster", "cluster"), d))
+}
+
+// markForeign shows, on the Slurm nodes' GPUs, those that jobs submitted to Slurm
+// outside Gantry hold (free GPUs of the model each holds, node by node), so they count
+// as in use, and lists those jobs.
+func markForeign(jobs []models.SlurmForeignJob, nodes []models.Node, pools []models.NodePool, gpus map[int64][]templates.ClusterGPU) []templates.ClusterForeign {
+	nodeID := make(map[string]int64, len(nodes))
+	for _, n := range nodes {
+		nodeID[n.Name] = n.ID
+	}
+	poolName := make(map[int64]string, len(pools))
+	for _, p := range pools {
+		poolName[p.ID] = p.Name
+	}
+	out := make([]templates.ClusterForeign, 0, len(jobs))
+	for _, j := range jobs {
+		var names []string
+		_ = json.Unmarshal([]byte(j.Nodes), &names)
+		f := templates.ClusterForeign{Pool: poolName[j.PoolID], ID: j.SlurmJobID, Name: j.Name, User: j.User, State: j.State, Reason: j.Reason,
+			GPUs: "none", Nodes: strings.Join(names, ", ")}
+		if j.GPUs > 0 {
+			f.GPUs = strconv.Itoa(j.GPUs) + "× " + orAny(j.GPUModel) + " per node"
+		}
+		out = append(out, f)
+		if j.State != "RUNNING" {
+			continue
+		}
+		for _, name := range names {
+			gs, want := gpus[nodeID[name]], j.GPUs
+			for i := range gs {
+				if want > 0 && gs[i].InUseMilli == 0 && len(gs[i].Slices) == 0 && (j.GPUModel == "" || gs[i].Model == j.GPUModel) {
+					gs[i].InUseMilli, gs[i].Foreign = 1000, append(gs[i].Foreign, j.SlurmJobID)
+					want--
+				}
+			}
+		}
+	}
+	return out
 }

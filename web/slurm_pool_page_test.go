@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,46 @@ func TestSlurmPoolPageShowsJobsOutsideGantry(t *testing.T) {
 		}
 		if strings.Index(body, `data-slurm-job="41"`) > strings.Index(body, `data-slurm-job="42"`) {
 			t.Error("running jobs outside Gantry should come first")
+		}
+	})
+}
+
+// The cluster page counts the GPUs that jobs submitted to Slurm outside Gantry hold as
+// in use, shows them on their node, and lists those jobs.
+func TestClusterPageCountsJobsOutsideGantry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		viewer, _ := s.member("olga")
+		pool := &models.NodePool{Name: "hpc", Provider: pools.ProviderSlurm, CapacityType: models.CapacityOwned}
+		if err := st.CreateNodePool(t.Context(), pool); err != nil {
+			t.Fatal(err)
+		}
+		node := store.PoolNode{Node: models.Node{Name: "hpc.node1", State: models.NodeReady, StateReason: "Slurm: mixed", Runtime: models.RuntimeSlurm,
+			CPUMilli: 8000, MemoryMiB: 8192}}
+		for i, m := range []string{"A100-80GB", "A100-80GB", "L4-24GB", "L4-24GB"} {
+			node.Devices = append(node.Devices, models.GPUDevice{Index: i, UUID: "slurm:hpc:node1:" + strconv.Itoa(i), Model: m, MemoryMiB: 1024, Healthy: true})
+		}
+		if _, err := st.SyncPoolNodes(t.Context(), pool.ID, []store.PoolNode{node}, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().UTC()
+		jobs := []models.SlurmForeignJob{{SlurmJobID: "41", Name: "climate-sim", User: "bob", State: "RUNNING", Nodes: `["hpc.node1"]`,
+			GPUs: 2, GPUModel: "L4-24GB", SubmittedAt: start, StartedAt: &start}}
+		if err := st.SyncForeignJobs(t.Context(), pool.ID, jobs); err != nil {
+			t.Fatal(err)
+		}
+		res, body := s.send(viewer, "GET", "/cluster", "", nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("cluster page = %d", res.StatusCode)
+		}
+		for _, want := range []string{`data-testid="gpus-used">2<`, `data-testid="gpus-free">2<`, `data-slurm-job="41"`, "climate-sim", "2× L4-24GB per node",
+			"Slurm job 41 (outside Gantry)"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the cluster page lacks %q", want)
+			}
+		}
+		if n := strings.Count(body, `data-testid="gpu-foreign"`); n != 2 {
+			t.Errorf("%d GPUs shown held outside Gantry, want the 2 L4s", n)
 		}
 	})
 }
