@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -199,6 +200,59 @@ func TestContainerStopProtocol(t *testing.T) {
 	})
 }
 
+// A stop that comes once the container is launched, before it runs, waits for it to
+// run and then follows the protocol: the checkpoint request reaches the job (which
+// saves and exits, or dies of SIGUSR1 had it not set its trap yet), within the grace,
+// never a SIGTERM or SIGKILL, nor a start cut off unseen. The runtime's `run` is held
+// until the stop has begun, so the stop lands in that instant every time.
+func TestContainerStopAtTheInstantOfStart(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		dir := t.TempDir()
+		launched, release := filepath.Join(dir, "launched"), filepath.Join(dir, "release")
+		t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+		held := func(c *containerSpec) {
+			wrapper := filepath.Join(dir, rt)
+			script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = run ]; then echo run > %q; while [ ! -e %q ]; do sleep 0.02; done; fi\nexec %q \"$@\"\n", launched, release, c.CLI)
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c.CLI = wrapper
+		}
+		ca := startContainer(t, rt, farFence(t), `trap 'cat /gantry/checkpoint/`+CheckpointRequestFile+` > /gantry/checkpoint/saved; exit 0' USR1; echo ready; while true; do sleep 0.05; done`, held)
+		waitFile(t, launched)
+		ag := &Agent{}
+		ag.killGraceNS.Store(int64(time.Minute))
+		at := ca.attempt()
+		var p stopProtocol
+		p.begin(agentapi.Stop{Reason: agentapi.StopPreempt, GraceMS: 60000}, ag, at, discard())
+		if p.phase != 0 || p.pending == nil {
+			t.Fatalf("a stop before the container runs: phase %d, pending %v; want it pending", p.phase, p.pending)
+		}
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !ca.files.has(exitFile) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the attempt did not end; stop phase %d", p.phase)
+			}
+			p.advance(ag, at, discard())
+			time.Sleep(20 * time.Millisecond)
+		}
+		st := waitExit(t, ca.files)
+		if p.phase != 1 {
+			t.Errorf("stop phase at the exit = %d, want 1 (checkpointing: no SIGTERM, no SIGKILL)", p.phase)
+		}
+		if !ca.files.has(pidFile) {
+			t.Error("the container never ran: its start was cut off")
+		}
+		saved := st.ExitCode == 0 && strings.Contains(read(t, filepath.Join(ca.checkpoint, "saved")), agentapi.StopPreempt)
+		if !saved && st.Signal != "SIGUSR1" {
+			t.Fatalf("exit = %+v, want a checkpoint saved (exit 0) or the checkpoint request's SIGUSR1", st)
+		}
+	})
+}
+
 // A lease that runs out stops the container through its runtime, SIGTERM first.
 func TestContainerFencedWhenTheLeaseRunsOut(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
@@ -258,16 +312,17 @@ func TestContainerPullFailures(t *testing.T) {
 			t.Errorf("exit of a pull that hangs = %+v", st)
 		}
 
-		// waitExit gives up long before this pull's timeout.
+		// waitExit gives up long before this pull's timeout, and the stop's grace.
 		stopped := startContainer(t, rt, farFence(t), `true`, func(c *containerSpec) { c.Image, c.PullTimeoutMS = silent, 600000 })
 		waitFile(t, stopped.files.path(stderrFile))
 		at := stopped.attempt()
-		if err := at.signal(syscall.SIGUSR1); err == nil {
-			t.Error("a checkpoint request reached a container that does not run")
+		if err := at.signal(syscall.SIGUSR1); !errors.Is(err, errNotRunning) {
+			t.Errorf("a checkpoint request to a container that does not run: %v", err)
 		}
-		if err := at.signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
+		ag := &Agent{}
+		ag.killGraceNS.Store(int64(time.Minute))
+		var p stopProtocol
+		p.begin(agentapi.Stop{Reason: agentapi.StopPreempt, GraceMS: 600000}, ag, at, discard())
 		st = waitExit(t, stopped.files)
 		if st.ExitCode != -1 || !strings.Contains(st.Message, "stopped by SIGTERM before its container started") {
 			t.Errorf("exit of an attempt stopped while pulling = %+v", st)

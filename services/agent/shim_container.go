@@ -18,9 +18,12 @@ const containerPoll = 100 * time.Millisecond
 
 // runContainer runs the attempt in its container: it pulls the image when the node
 // lacks it, runs the container attached with its output in the attempt's files,
-// and reads how it ended from the runtime. Until the container runs, a signal to
-// the shim (the agent stopping an attempt that has not started) or a lease that
-// runs out ends the start. The cleanup removes the container once its exit is recorded.
+// and reads how it ended from the runtime. Until the container is launched, a
+// signal to the shim (the agent stopping an attempt that has not started) ends the
+// start; after, the container runs first and the agent stops it through the stop
+// protocol, so that a job is never killed unseen at the instant of its start. A
+// lease that runs out ends the start until the container runs. The cleanup removes
+// the container once its exit is recorded.
 func runContainer(dir string, spec shimSpec, stdout, stderr *os.File, signals <-chan os.Signal) (exitStatus, func()) {
 	c := *spec.Container
 	cli := &containerCLI{runtime: c.Runtime, path: c.CLI}
@@ -39,10 +42,11 @@ func runContainer(dir string, spec shimSpec, stdout, stderr *os.File, signals <-
 
 	ctx, stopStart := context.WithCancelCause(context.Background())
 	defer stopStart(nil)
+	gate := &startGate{ctx: ctx, stop: stopStart}
 	started := make(chan struct{})
 	markStarted := sync.OnceFunc(func() { close(started) })
 	defer markStarted()
-	go watchStart(ctx, spec.Fence, signals, started, stopStart)
+	go watchStart(ctx, spec.Fence, signals, started, gate)
 
 	if err := pullIfMissing(ctx, cli, c, stderr); err != nil {
 		if cause := context.Cause(ctx); cause != nil {
@@ -50,7 +54,7 @@ func runContainer(dir string, spec shimSpec, stdout, stderr *os.File, signals <-
 		}
 		return failedStart(dir, 125, fmt.Sprintf("cannot pull image %s: %v", c.Image, err)), nil
 	}
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := gate.launch(); cause != nil {
 		return stoppedBeforeStart(cause), nil
 	}
 	cleanup := func() {
@@ -127,9 +131,40 @@ func runContainer(dir string, spec shimSpec, stdout, stderr *os.File, signals <-
 	return out, cleanup
 }
 
-// watchStart ends the start (stopStart with the cause) on a signal to the shim or a
-// lease that runs out, until started is closed.
-func watchStart(ctx context.Context, fence string, signals <-chan os.Signal, started <-chan struct{}, stopStart context.CancelCauseFunc) {
+// startGate decides whether a signal to the shim still ends the start: it does
+// until the container is launched, never after.
+type startGate struct {
+	ctx  context.Context
+	stop context.CancelCauseFunc
+
+	mu       sync.Mutex
+	launched bool
+}
+
+// stopBy ends the start with cause unless the container was launched.
+func (g *startGate) stopBy(cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.launched {
+		g.stop(cause)
+	}
+}
+
+// launch lets the container be launched, unless the start was stopped: then it
+// returns why.
+func (g *startGate) launch() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cause := context.Cause(g.ctx); cause != nil {
+		return cause
+	}
+	g.launched = true
+	return nil
+}
+
+// watchStart ends the start on a signal to the shim (until the container is
+// launched) or a lease that runs out, until started is closed.
+func watchStart(ctx context.Context, fence string, signals <-chan os.Signal, started <-chan struct{}, gate *startGate) {
 	t := time.NewTicker(fencePoll)
 	defer t.Stop()
 	for {
@@ -143,11 +178,10 @@ func watchStart(ctx context.Context, fence string, signals <-chan os.Signal, sta
 			if sig, ok := s.(syscall.Signal); ok {
 				name = signalName(sig)
 			}
-			stopStart(fmt.Errorf("stopped by %s before its container started", name))
-			return
+			gate.stopBy(fmt.Errorf("stopped by %s before its container started", name))
 		case <-t.C:
 			if d, err := readFence(fence); err != nil || !time.Now().Before(d.term) {
-				stopStart(errors.New("stopped by the node itself before its container started: its agent lost contact with the server"))
+				gate.stop(errors.New("stopped by the node itself before its container started: its agent lost contact with the server"))
 				return
 			}
 		}

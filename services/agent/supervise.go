@@ -70,17 +70,21 @@ func (at *attempt) useContainer(c *containerSpec) {
 	}
 }
 
+// errNotRunning is a signal to a container that does not run yet: try again once it does.
+var errNotRunning = errors.New("the container does not run yet")
+
 // signal sends sig to the job: to its process group, or through the runtime to its
-// container's init. A container that does not run yet (its image is being pulled)
-// has its start stopped instead, by a SIGTERM to the shim; a checkpoint request
-// waits until it runs.
+// container's init. A container that does not run yet gets nothing (errNotRunning);
+// a SIGTERM or SIGKILL meant for it stops its start instead where the start can
+// still be stopped (its image is being pulled: a SIGTERM to the shim), and once the
+// shim launched it the caller signals it when it runs.
 func (at *attempt) signal(sig syscall.Signal) error {
 	if at.cli == nil {
 		return at.files.signal(sig)
 	}
 	if at.files.jobPID() <= 0 {
 		if sig == syscall.SIGUSR1 {
-			return errors.New("the container does not run yet")
+			return errNotRunning
 		}
 		if !at.shimAlive() {
 			return errors.New("its supervisor is not running")
@@ -88,7 +92,7 @@ func (at *attempt) signal(sig syscall.Signal) error {
 		if err := syscall.Kill(readPID(at.files.path(shimPIDFile)), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("stop the start of the container: %w", err)
 		}
-		return nil
+		return errNotRunning
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
@@ -319,9 +323,13 @@ func (ag *Agent) finishStep(ctx context.Context, at *attempt, st *exitStatus) (b
 // stopProtocol is the stop of one attempt: a checkpoint request and the grace to
 // save one, then SIGTERM, then after the kill grace SIGKILL.
 // The job may cut the grace short by telling the server it saved its checkpoint.
+// A stop of a container that does not run yet stops its start while its image is
+// pulled; once the container is launched, the protocol begins when it runs.
 type stopProtocol struct {
 	phase    int // 0 running, 1 checkpointing, 2 terminated, 3 killed
 	deadline time.Time
+	// pending is the stop of a container that does not run yet.
+	pending *agentapi.Stop
 }
 
 func (p *stopProtocol) begin(s agentapi.Stop, ag *Agent, at *attempt, log *slog.Logger) {
@@ -333,6 +341,16 @@ func (p *stopProtocol) begin(s agentapi.Stop, ag *Agent, at *attempt, log *slog.
 	if p.phase != 0 {
 		return
 	}
+	if at.ctr != nil && at.files.jobPID() <= 0 {
+		if p.pending == nil {
+			log.Info("stopping the attempt's start, or the attempt once its container runs", "reason", s.Reason)
+			// While its image is pulled this ends the start; a launched container runs first.
+			at.signal(syscall.SIGTERM)
+		}
+		p.pending = &s
+		return
+	}
+	p.pending = nil
 	log.Info("stopping the attempt", "reason", s.Reason, "grace_ms", s.GraceMS)
 	if s.GraceMS > 0 && !s.CheckpointSaved {
 		req, _ := json.Marshal(map[string]any{
@@ -349,8 +367,13 @@ func (p *stopProtocol) begin(s agentapi.Stop, ag *Agent, at *attempt, log *slog.
 	p.phase, p.deadline = 1, time.Now()
 }
 
-// advance moves to the next step once the current one's time is up.
+// advance moves to the next step once the current one's time is up, and begins a
+// pending stop once its container runs.
 func (p *stopProtocol) advance(ag *Agent, at *attempt, log *slog.Logger) {
+	if p.pending != nil {
+		p.begin(*p.pending, ag, at, log)
+		return
+	}
 	if p.phase == 0 || p.phase == 3 || time.Now().Before(p.deadline) {
 		return
 	}
