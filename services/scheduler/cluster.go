@@ -396,28 +396,47 @@ func (c *Cluster) remove(jobID string, replica int) {
 	delete(c.preemptible, jobID)
 }
 
-// chargeReplica adds (sign 1) or removes (sign -1) a replica's GPUs to its team's quota
-// usage; without quotas there is nothing to count.
+// chargeReplica adds (sign 1) or removes (sign -1) a replica's resources to its team's
+// quota usage; without quotas there is nothing to count.
 func (c *Cluster) chargeReplica(team string, node int, rp ReplicaPlacement, sign int64) {
 	if len(c.quotas.quotas) == 0 {
 		return
 	}
-	c.quotas.charge(team, c.replicaModels(node, rp), sign)
+	c.replicaCharges(node, rp, func(model string, r int, v int64) { c.quotas.charge(team, model, r, sign*v) })
 }
 
-// replicaModels returns the milli-GPU a replica holds per GPU model, for quotas.
-func (c *Cluster) replicaModels(node int, rp ReplicaPlacement) map[string]int64 {
-	if len(rp.Devices) == 0 {
-		return nil
+// replicaBorrows reports whether a replica is charged to quota its team borrowed: an
+// entry it counts against uses more than its nominal of a resource the replica holds.
+func (c *Cluster) replicaBorrows(team string, node int, rp ReplicaPlacement) bool {
+	if len(c.quotas.quotas) == 0 {
+		return false
 	}
-	out := map[string]int64{}
+	borrows := false
+	c.replicaCharges(node, rp, func(model string, r int, v int64) {
+		borrows = borrows || (v > 0 && c.quotas.borrowing(team, model, r))
+	})
+	return borrows
+}
+
+// replicaCharges calls charge for what a replica counts against quotas: each device's
+// milli-GPU under its model, and the CPU and RAM under the model of its first device
+// (AnyModel without GPUs), as admission checks them.
+func (c *Cluster) replicaCharges(node int, rp ReplicaPlacement, charge func(model string, r int, v int64)) {
 	n := &c.nodes[node]
+	model, first := AnyModel, true
 	for _, d := range rp.Devices {
-		if p := n.gpuPos(d.GPUIndex); p >= 0 {
-			out[c.classes[n.gpus[p].class].model] += int64(d.Milli)
+		p := n.gpuPos(d.GPUIndex)
+		if p < 0 {
+			continue
 		}
+		m := c.classes[n.gpus[p].class].model
+		if first {
+			model, first = m, false
+		}
+		charge(m, resGPU, int64(d.Milli))
 	}
-	return out
+	charge(model, resCPU, rp.CPUMilli)
+	charge(model, resRAM, rp.RAMMiB)
 }
 
 // gpuPos maps a device index to its position in the node's card list, or -1.

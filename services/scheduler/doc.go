@@ -57,12 +57,15 @@
 // within a class by ageing (linear up to AgeHorizon) plus fair share (Slurm's
 // 2^(-usage/entitlement), with a team's exponentially decayed dominant-resource share of
 // recent usage against its share of the nominal quotas). Quotas follow Kueue's
-// ClusterQueue and cohort model: per team and GPU model (or AnyModel) a nominal amount,
-// a borrowing limit and a lending limit; admission checks them per option, so a job goes
-// to a model its team may still use. A job of a class that may preempt and
-// does not fit may evict preemptible jobs of strictly lower classes only: per replica
-// the cheapest minimal set (borrowed capacity first, then fewest GPUs, then least progress
-// since the last checkpoint). The first job blocked for lack of capacity reserves the
+// ClusterQueue and cohort model: per team and GPU model (or AnyModel), for GPUs, CPU and
+// RAM each, a nominal amount, a borrowing limit and a lending limit (CPU and RAM count
+// under the model of the replica's GPUs, or AnyModel without GPUs; sums saturate, so
+// unlimited and huge figures never overflow); admission checks them per option, so a
+// job goes to a model its team may still use, and a job left waiting says which
+// resource's quota holds it. A job of a class that may preempt and does not fit may
+// evict preemptible jobs of strictly lower classes only: per replica the cheapest
+// minimal set (quota borrowed from the cohort first, then fewest GPUs, then least
+// progress since the last checkpoint). The first job blocked for lack of capacity reserves the
 // nodes where running jobs end soonest; later jobs start elsewhere, or on those nodes only
 // when their expected run time ends before the reservation starts. Gangs are placed whole
 // or not at all. Every job left waiting gets a reason in words and per-reason node counts.

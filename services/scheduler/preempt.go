@@ -10,33 +10,39 @@ import (
 
 // victim is a running job that a higher class may evict, with what evicting it costs.
 type victim struct {
-	job      Job
-	class    PriorityClass
-	allocs   []Allocation
-	borrowed bool          // it runs on capacity its team borrowed
-	milli    int64         // GPU it holds
-	progress time.Duration // work since its last checkpoint, lost on eviction
+	job    Job
+	class  PriorityClass
+	allocs []Allocation
+	// borrowed is set when it runs on quota its team borrowed; guaranteed when the
+	// cluster has quotas and it runs within its team's.
+	borrowed   bool
+	guaranteed bool
+	milli      int64         // GPU it holds
+	progress   time.Duration // work since its last checkpoint, lost on eviction
 }
 
-// victimCost orders victims and victim sets: capacity borrowed from other teams goes
-// first, then the fewest GPUs lost, then the least progress lost, then the fewest jobs.
+// victimCost orders victims and victim sets: quota borrowed from other teams goes
+// first (the GPUs of victims within their quota, then how many such victims there are),
+// then the fewest GPUs lost, then the least progress lost, then the fewest jobs.
 type victimCost struct {
-	guaranteed int64 // milli-GPU of victims running within their team's quota
-	milli      int64
-	progress   time.Duration
-	jobs       int
+	guaranteed     int64 // milli-GPU of victims running within their team's quota
+	guaranteedJobs int
+	milli          int64
+	progress       time.Duration
+	jobs           int
 }
 
 func (a victimCost) compare(b victimCost) int {
-	return cmp.Or(cmp.Compare(a.guaranteed, b.guaranteed), cmp.Compare(a.milli, b.milli),
+	return cmp.Or(cmp.Compare(a.guaranteed, b.guaranteed), cmp.Compare(a.guaranteedJobs, b.guaranteedJobs), cmp.Compare(a.milli, b.milli),
 		cmp.Compare(a.progress, b.progress), cmp.Compare(a.jobs, b.jobs))
 }
 
 func costOf(vs []*victim) victimCost {
 	var c victimCost
 	for _, v := range vs {
-		if !v.borrowed {
+		if v.guaranteed {
 			c.guaranteed += v.milli
+			c.guaranteedJobs++
 		}
 		c.milli += v.milli
 		c.progress += v.progress
@@ -71,9 +77,8 @@ func (s *Scheduler) addCandidate(c *Cluster, claimant PriorityClass, r running, 
 	}
 	v.allocs = append(v.allocs, a)
 	v.milli += a.Replica.GPUMilli()
-	for model := range c.replicaModels(r.node, a.Replica) {
-		v.borrowed = v.borrowed || c.quotas.borrowing(a.Job.Team, model)
-	}
+	v.borrowed = v.borrowed || c.replicaBorrows(a.Job.Team, r.node, a.Replica)
+	v.guaranteed = len(c.quotas.quotas) > 0 && !v.borrowed
 	since := a.StartTime
 	if a.CheckpointTime.After(since) {
 		since = a.CheckpointTime
@@ -238,7 +243,7 @@ func minimalSet(c *Cluster, order []*victim, fits func() bool) ([]*victim, bool)
 func preemptionReason(v *victim, claimant Job, class PriorityClass) string {
 	why := fmt.Sprintf("preempted for %s job %s (class %s outranks %s)", class.Name, claimant.ID, class.Name, v.class.Name)
 	if v.borrowed {
-		why += "; it ran on GPU capacity its team borrowed"
+		why += "; it ran on quota its team borrowed from the cohort"
 	}
 	return why
 }

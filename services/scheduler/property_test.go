@@ -219,8 +219,12 @@ func TestPlanProperties(t *testing.T) {
 		var quotas []Quota
 		if seed%2 == 0 {
 			quotas = []Quota{
-				{Team: "ml", Model: AnyModel, Cohort: "lab", Nominal: 8000, BorrowingLimit: 4000, LendingLimit: -1},
-				{Team: "cv", Model: "A100", Cohort: "lab", Nominal: 4000, BorrowingLimit: -1, LendingLimit: 2000},
+				{Team: "ml", Model: AnyModel, Cohort: "lab", Nominal: 8000, BorrowingLimit: 4000, LendingLimit: -1,
+					CPU: ResourceQuota{Nominal: 96000, BorrowingLimit: 32000, LendingLimit: -1}},
+				{Team: "cv", Model: "A100", Cohort: "lab", Nominal: 4000, BorrowingLimit: -1, LendingLimit: 2000,
+					CPU: ResourceQuota{Nominal: 64000, BorrowingLimit: -1, LendingLimit: 16000}, RAM: ResourceQuota{Nominal: 256 << 10, BorrowingLimit: 0, LendingLimit: 0}},
+				{Team: "cv", Model: AnyModel, Cohort: "lab", Nominal: 2000, BorrowingLimit: 0, LendingLimit: -1,
+					RAM: ResourceQuota{Nominal: 128 << 10, BorrowingLimit: -1, LendingLimit: -1}},
 			}
 		}
 		snap := Snapshot{Now: t0, Nodes: nodes, Running: runningAllocs, Pending: pending, Quotas: quotas}
@@ -287,6 +291,64 @@ func TestPlanProperties(t *testing.T) {
 		}
 		if _, err := NewCluster(Snapshot{Now: t0, Nodes: nodes, Running: after}, cfg); err != nil {
 			t.Fatalf("seed %d: carrying out the plan over-commits: %v", seed, err)
+		}
+		checkQuotasKept(t, seed, nodes, quotas, runningAllocs, after)
+	}
+}
+
+// checkQuotasKept is an oracle for quota admission: every quota entry whose use of a
+// resource the plan grows ends within its nominal, plus its borrowing limit in a cohort.
+func checkQuotasKept(t *testing.T, seed int64, nodes []Node, quotas []Quota, before, after []Allocation) {
+	t.Helper()
+	type key struct{ team, model string }
+	own := map[key]Quota{}
+	for _, q := range quotas {
+		own[key{q.Team, q.Model}] = q
+	}
+	modelOf := map[string]map[int]string{}
+	for _, n := range nodes {
+		modelOf[n.ID] = map[int]string{}
+		for _, g := range n.GPUs {
+			modelOf[n.ID][g.Index] = g.Model
+		}
+	}
+	entry := func(team, model string) key {
+		if _, ok := own[key{team, model}]; ok {
+			return key{team, model}
+		}
+		return key{team, AnyModel}
+	}
+	use := func(as []Allocation) map[key][3]int64 {
+		out := map[key][3]int64{}
+		for _, a := range as {
+			rp := a.Replica
+			model := AnyModel
+			for i, d := range rp.Devices {
+				m := modelOf[rp.NodeID][d.GPUIndex]
+				if i == 0 {
+					model = m
+				}
+				u := out[entry(a.Job.Team, m)]
+				u[0] += int64(d.Milli)
+				out[entry(a.Job.Team, m)] = u
+			}
+			u := out[entry(a.Job.Team, model)]
+			u[1] += rp.CPUMilli
+			u[2] += rp.RAMMiB
+			out[entry(a.Job.Team, model)] = u
+		}
+		return out
+	}
+	was, is := use(before), use(after)
+	for k, q := range own {
+		for r, rq := range []ResourceQuota{{q.Nominal, q.BorrowingLimit, q.LendingLimit}, q.CPU, q.RAM} {
+			if (r > 0 && rq.Nominal == 0) || is[k][r] <= was[k][r] || is[k][r] <= rq.Nominal {
+				continue
+			}
+			if q.Cohort == "" || (rq.BorrowingLimit >= 0 && is[k][r]-rq.Nominal > rq.BorrowingLimit) {
+				t.Fatalf("seed %d: %s/%s resource %d grew from %d to %d, beyond nominal %d and borrowing limit %d",
+					seed, k.team, k.model, r, was[k][r], is[k][r], rq.Nominal, rq.BorrowingLimit)
+			}
 		}
 	}
 }

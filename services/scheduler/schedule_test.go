@@ -143,7 +143,7 @@ func TestQuotas(t *testing.T) {
 			t.Fatalf("placed %v, want 2", placedIDs(plan))
 		}
 		ex, _ := unplaced(plan, "ml2")
-		if !strings.Contains(ex.Reason, "team ml quota for A100 exhausted: 2/2 GPUs") || ex.Rejections[RejectQuota] != 1 {
+		if !strings.Contains(ex.Reason, "team ml's GPU quota for A100 is exhausted: 2/2 GPUs") || ex.Rejections[RejectQuota] != 1 {
 			t.Fatalf("reason %q rejections %v", ex.Reason, ex.Rejections)
 		}
 		if plan.Reservation != nil {

@@ -170,13 +170,17 @@ func (s *stack) feasible(n *nodeState) bool {
 	return true
 }
 
-// admit checks the team's quota for the option's GPU model.
+// admit checks the team's quota for the option: its GPUs under their model, and the
+// replica's CPU and RAM under the same model (AnyModel without GPUs).
 func (s *stack) admit(n *nodeState, o *option) bool {
-	if o.n == 0 || s.lim.ignoreQuota || !s.c.quotas.teams[s.d.team] {
+	if s.lim.ignoreQuota || !s.c.quotas.teams[s.d.team] {
 		return true
 	}
-	model := s.c.classes[n.gpus[o.cards[0]].class].model
-	ok, why := s.c.quotas.admit(s.d.team, model, int64(o.n*o.milli))
+	model := AnyModel
+	if o.n > 0 {
+		model = s.c.classes[n.gpus[o.cards[0]].class].model
+	}
+	ok, why := s.c.quotas.admit(s.d.team, model, amounts{resGPU: int64(o.n * o.milli), resCPU: s.d.req.CPUMilli, resRAM: s.d.req.RAMMiB})
 	if !ok {
 		s.quotaWhy = why
 	}

@@ -196,13 +196,28 @@ func (a Allocation) expectedEnd() time.Time {
 // AnyModel is the Quota.Model that covers every model without a quota of its own.
 const AnyModel = ""
 
-// Quota is a team's GPU quota for one model, in milli-GPU, after Kueue's ClusterQueue:
-// Nominal is guaranteed; up to BorrowingLimit more may be borrowed from the cohort; up to
-// LendingLimit of the unused nominal is lent to it. A negative limit means unlimited.
+// Quota is a team's quota for one GPU model (or AnyModel), after Kueue's ClusterQueue
+// with one flavor per model: for each resource, Nominal is guaranteed; up to
+// BorrowingLimit more may be borrowed from the cohort's entries for the same model; up to
+// LendingLimit of the unused nominal is lent to them. A negative limit means unlimited.
+// Nominal, BorrowingLimit and LendingLimit are the GPU quota in milli-GPU. CPU
+// (milli-cores) and RAM (MiB) count what the team's replicas on this model's GPUs take,
+// and for AnyModel also its replicas without GPUs; a zero CPU or RAM nominal leaves that
+// resource unlimited.
 type Quota struct {
 	Team           string
 	Model          string
 	Cohort         string
+	Nominal        int64
+	BorrowingLimit int64
+	LendingLimit   int64
+	CPU            ResourceQuota
+	RAM            ResourceQuota
+}
+
+// ResourceQuota is one resource's quota in an entry, as Kueue's ResourceQuota: nominal,
+// borrowing and lending limits (negative: unlimited).
+type ResourceQuota struct {
 	Nominal        int64
 	BorrowingLimit int64
 	LendingLimit   int64
