@@ -19,7 +19,8 @@ import (
 func (h *Handler) QuotaSave(c *gin.Context) {
 	form := templates.QuotaForm{Team: c.PostForm("team"), Model: strings.TrimSpace(c.PostForm("gpu_model")), Cohort: c.PostForm("cohort"),
 		Guaranteed: c.PostForm("guaranteed"), Borrowing: c.PostForm("borrowing_limit"), Lending: c.PostForm("lending_limit"),
-		CPU: c.PostForm("cpu"), Memory: c.PostForm("memory")}
+		CPU: c.PostForm("cpu"), CPUBorrowing: c.PostForm("cpu_borrowing_limit"), CPULending: c.PostForm("cpu_lending_limit"),
+		Memory: c.PostForm("memory"), MemoryBorrowing: c.PostForm("memory_borrowing_limit"), MemoryLending: c.PostForm("memory_lending_limit")}
 	in, err := quotaInput(form)
 	var saved quotas.Saved
 	if err == nil {
@@ -41,34 +42,51 @@ func (h *Handler) QuotaSave(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, target)
 }
 
-// quotaInput reads the form's numbers: GPUs and cores with up to three decimals, GiB.
+// quotaInput reads the form's numbers: GPUs and cores with up to three decimals, GiB;
+// an empty limit is none.
 func quotaInput(f templates.QuotaForm) (quotas.Input, error) {
 	in := quotas.Input{Team: f.Team, GPUModel: f.Model, Cohort: f.Cohort}
-	var err error
-	if in.NominalMilli, err = quotas.ParseGPUs("guaranteed", f.Guaranteed); err != nil {
-		return in, err
+	gib := func(field, s string) (int64, error) {
+		v, err := quotas.ParseMilli(field, s, "GiB")
+		return v * 1024 / 1000, err
+	}
+	cores := func(field, s string) (int64, error) { return quotas.ParseMilli(field, s, "cores") }
+	for _, o := range []struct {
+		field, value string
+		parse        func(field, s string) (int64, error)
+		to           *int64
+	}{
+		{"guaranteed", f.Guaranteed, quotas.ParseGPUs, &in.NominalMilli},
+		{"cpu", orZero(f.CPU), cores, &in.CPUMilli},
+		{"memory", orZero(f.Memory), gib, &in.MemoryMiB},
+	} {
+		v, err := o.parse(o.field, o.value)
+		if err != nil {
+			return in, err
+		}
+		*o.to = v
 	}
 	for _, o := range []struct {
 		field, value string
+		parse        func(field, s string) (int64, error)
 		to           **int64
-	}{{"borrowing_limit", f.Borrowing, &in.BorrowingLimitMilli}, {"lending_limit", f.Lending, &in.LendingLimitMilli}} {
+	}{
+		{"borrowing_limit", f.Borrowing, quotas.ParseGPUs, &in.BorrowingLimitMilli},
+		{"lending_limit", f.Lending, quotas.ParseGPUs, &in.LendingLimitMilli},
+		{"cpu_borrowing_limit", f.CPUBorrowing, cores, &in.CPUBorrowingLimitMilli},
+		{"cpu_lending_limit", f.CPULending, cores, &in.CPULendingLimitMilli},
+		{"memory_borrowing_limit", f.MemoryBorrowing, gib, &in.MemoryBorrowingLimitMiB},
+		{"memory_lending_limit", f.MemoryLending, gib, &in.MemoryLendingLimitMiB},
+	} {
 		if strings.TrimSpace(o.value) == "" {
 			continue
 		}
-		v, err := quotas.ParseGPUs(o.field, o.value)
+		v, err := o.parse(o.field, o.value)
 		if err != nil {
 			return in, err
 		}
 		*o.to = &v
 	}
-	if in.CPUMilli, err = quotas.ParseMilli("cpu", orZero(f.CPU), "cores"); err != nil {
-		return in, err
-	}
-	gib, err := quotas.ParseMilli("memory", orZero(f.Memory), "GiB")
-	if err != nil {
-		return in, err
-	}
-	in.MemoryMiB = gib * 1024 / 1000
 	return in, nil
 }
 

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 
@@ -127,27 +128,52 @@ func quotaRow(r quotas.Row, budget string) templates.QuotaRow {
 	}
 	row := templates.QuotaRow{ID: r.ID, Team: r.Team, Model: r.GPUModel, Cohort: r.Cohort, Guaranteed: quotas.GPUs(r.NominalMilli),
 		Borrowing: unlimited(r.BorrowingLimitMilli, "no limit"), Lending: unlimited(r.LendingLimitMilli, "all unused"),
-		CPU: "–", Memory: "–", Use: quotas.GPUs(r.UseMilli), Borrowed: quotas.GPUs(r.BorrowedMilli), Over: r.BorrowedMilli > 0, Budget: budget}
+		Use: quotas.GPUs(r.UseMilli), Borrowed: quotas.GPUs(r.BorrowedMilli), Over: r.BorrowedMilli > 0, Budget: budget}
 	if r.Cohort == "" {
 		row.Borrowing = "none (no cohort)"
 	}
-	if r.CPUMilli > 0 {
-		row.CPU = strconv.FormatFloat(float64(r.CPUMilli)/1000, 'f', -1, 64) + " cores"
-	}
-	if r.MemoryMiB > 0 {
-		row.Memory = strconv.FormatFloat(float64(r.MemoryMiB)/1024, 'f', -1, 64) + " GiB"
-	}
+	row.CPU, row.CPUUse, row.CPULimits = resourceCells(r.Cohort, r.CPUMilli, r.CPUUseMilli, r.CPUBorrowedMilli, r.CPUBorrowingLimitMilli, r.CPULendingLimitMilli, quotas.Cores)
+	row.Memory, row.MemoryUse, row.MemoryLimits = resourceCells(r.Cohort, r.MemoryMiB, r.MemoryUseMiB, r.MemoryBorrowedMiB, r.MemoryBorrowingLimitMiB, r.MemoryLendingLimitMiB, quotas.GiB)
 	return row
 }
 
+// resourceCells writes a CPU or memory quota for the table: the guarantee ("–" without
+// one), what is in use and borrowed, and what may be borrowed and is lent.
+func resourceCells(cohort string, nominal, use, borrowed int64, borrowing, lending *int64, count func(int64) string) (string, string, string) {
+	inUse := count(use) + " in use"
+	if nominal == 0 {
+		return "–", inUse + ", no quota", ""
+	}
+	if borrowed > 0 {
+		inUse += ", " + count(borrowed) + " borrowed"
+	}
+	if cohort == "" {
+		return count(nominal), inUse, ""
+	}
+	limits := "may borrow any"
+	if borrowing != nil {
+		limits = "may borrow " + count(*borrowing)
+	}
+	if lending != nil {
+		limits += "; lends at most " + count(*lending)
+	} else {
+		limits += "; lends all unused"
+	}
+	return count(nominal), inUse, limits
+}
+
 func quotaForm(r quotas.Row) templates.QuotaForm {
-	opt := func(p *int64) string {
+	opt := func(p *int64, figure func(int64) string) string {
 		if p == nil {
 			return ""
 		}
-		return quotas.GPUs(*p)
+		return figure(*p)
+	}
+	gib := func(mib int64) string {
+		return strconv.FormatFloat(math.Round(float64(mib)/1024*1000)/1000, 'f', -1, 64)
 	}
 	return templates.QuotaForm{Team: r.Team, Model: r.GPUModel, Cohort: r.Cohort, Guaranteed: quotas.GPUs(r.NominalMilli),
-		Borrowing: opt(r.BorrowingLimitMilli), Lending: opt(r.LendingLimitMilli),
-		CPU: strconv.FormatFloat(float64(r.CPUMilli)/1000, 'f', -1, 64), Memory: strconv.FormatFloat(float64(r.MemoryMiB)/1024, 'f', -1, 64)}
+		Borrowing: opt(r.BorrowingLimitMilli, quotas.GPUs), Lending: opt(r.LendingLimitMilli, quotas.GPUs),
+		CPU: quotas.GPUs(r.CPUMilli), CPUBorrowing: opt(r.CPUBorrowingLimitMilli, quotas.GPUs), CPULending: opt(r.CPULendingLimitMilli, quotas.GPUs),
+		Memory: gib(r.MemoryMiB), MemoryBorrowing: opt(r.MemoryBorrowingLimitMiB, gib), MemoryLending: opt(r.MemoryLendingLimitMiB, gib)}
 }

@@ -180,20 +180,26 @@ type PriorityClass struct {
 	UpdatedAt          time.Time
 }
 
-// Quota is a team's share of GPUs of one model ("" for any) within a cohort.
-// Limits are milli-GPUs; a nil limit is unlimited.
+// Quota is a team's share of GPUs of one model ("" for any) within a cohort, and of the
+// CPU and memory its jobs on those GPUs take. GPU figures are milli-GPUs, CPU milli-cores,
+// memory MiB; a nil borrowing limit is unlimited, a nil lending limit lends all that is
+// unused; a zero CPU or memory guarantee leaves that resource unlimited.
 type Quota struct {
-	ID                  int64
-	TeamID              int64
-	GPUModel            string
-	Cohort              string
-	NominalMilli        int64
-	BorrowingLimitMilli *int64
-	LendingLimitMilli   *int64
-	CPUMilli            int64
-	MemoryMiB           int64 `gorm:"column:memory_mib"`
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	ID                      int64
+	TeamID                  int64
+	GPUModel                string
+	Cohort                  string
+	NominalMilli            int64
+	BorrowingLimitMilli     *int64
+	LendingLimitMilli       *int64
+	CPUMilli                int64
+	CPUBorrowingLimitMilli  *int64 `gorm:"column:cpu_borrowing_limit_milli"`
+	CPULendingLimitMilli    *int64 `gorm:"column:cpu_lending_limit_milli"`
+	MemoryMiB               int64  `gorm:"column:memory_mib"`
+	MemoryBorrowingLimitMiB *int64 `gorm:"column:memory_borrowing_limit_mib"`
+	MemoryLendingLimitMiB   *int64 `gorm:"column:memory_lending_limit_mib"`
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
 }
 
 // TableName keeps the plural that the migrations use.

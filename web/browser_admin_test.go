@@ -113,7 +113,7 @@ func TestQuotaInBrowser(t *testing.T) {
 	}
 	reason := run(t, ctx, chromedp.Text(fmt.Sprintf(`[data-job="%d"]`, second)))
 	use := run(t, ctx, chromedp.Text(`[data-quota="default/"] [data-testid=use]`))
-	if !strings.Contains(reason, "quota for any model exhausted: 1/1 GPUs") || use != "1 GPU" {
+	if !strings.Contains(reason, "GPU quota for any model is exhausted: 1/1 GPUs") || use != "1 GPU" {
 		t.Fatalf("waiting job row %q, use %q", reason, use)
 	}
 	browsertest.Screenshot(t, ctx, "admin-quotas")

@@ -84,11 +84,16 @@ func (s *dispatchSite) join(name, spec string, mutate ...func(*gpu.Inventory)) {
 	}
 }
 
-// submit queues a one-GPU job in project default through the API, as the admin.
-func (s *dispatchSite) submit(bearer map[string]string, name string) int64 {
+// submit queues a job in project default through the API, as the admin: one GPU, or
+// the resources object given.
+func (s *dispatchSite) submit(bearer map[string]string, name string, resources ...string) int64 {
 	s.t.Helper()
+	want := `{"gpus": 1}`
+	if len(resources) > 0 {
+		want = resources[0]
+	}
 	res, body := s.send(s.browser(), "POST", "/api/v1/jobs",
-		`{"project": "default", "name": "`+name+`", "command": ["python", "train.py"], "resources": {"gpus": 1}}`, bearer)
+		`{"project": "default", "name": "`+name+`", "command": ["python", "train.py"], "resources": `+want+`}`, bearer)
 	var out struct{ ID int64 }
 	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != http.StatusCreated {
 		s.t.Fatalf("submit %s = %d %s", name, res.StatusCode, body)
@@ -134,11 +139,11 @@ func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 			t.Fatalf("the first job within the quota: %s", body)
 		}
 		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(second, 10), "", bearer)
-		if json.Unmarshal([]byte(body), &job); job.State != "queued" || !strings.Contains(job.PendingReason, "refused by quota (team default quota for any model exhausted: 1/1 GPUs)") {
+		if json.Unmarshal([]byte(body), &job); job.State != "queued" || !strings.Contains(job.PendingReason, "refused by quota (team default's GPU quota for any model is exhausted: 1/1 GPUs)") {
 			t.Fatalf("the second job beyond the quota: %s", body)
 		}
 		_, body = s.send(admin, "GET", "/admin/quotas", "", nil)
-		if !strings.Contains(body, `data-job="`+strconv.FormatInt(second, 10)+`"`) || !strings.Contains(body, "quota for any model exhausted") {
+		if !strings.Contains(body, `data-job="`+strconv.FormatInt(second, 10)+`"`) || !strings.Contains(body, "GPU quota for any model is exhausted") {
 			t.Fatal("the quotas page does not list the waiting job with its reason")
 		}
 		if !strings.Contains(body, `<td data-testid="use">1 GPU`) {
@@ -160,6 +165,59 @@ func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(first, 10), "", bearer)
 		if json.Unmarshal([]byte(body), &job); job.State != "scheduled" {
 			t.Fatalf("a lower quota stopped a running job: %s", body)
+		}
+	})
+}
+
+// A CPU quota set on the console holds a job beyond its cores, with the CPU named; the
+// page shows the cores in use; a lending limit above the guarantee is refused by field.
+func TestCPUQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		s := newDispatchSite(t, st)
+		s.join("gpu-1", "2xA100-80GB")
+		admin := s.signIn("admin", s.password)
+		token := s.csrf(admin, "/admin/quotas")
+		res, body := s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "2", "cpu", "6", "cpu_lending_limit", "8")
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Cpu_lending_limit: 8 cores is more than the guaranteed 6 cores") || !strings.Contains(body, `value="8"`) {
+			t.Fatalf("lending more cores than guaranteed = %d", res.StatusCode)
+		}
+		if qs, _ := st.Quotas(ctx); len(qs) != 0 {
+			t.Fatalf("a refused quota was saved: %+v", qs)
+		}
+		res, _ = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "2", "cpu", "6", "memory", "32")
+		wantStatus(t, "set a CPU quota", res, http.StatusSeeOther)
+
+		u, _ := st.UserByUsername(ctx, "admin")
+		secret, _, err := s.id.CreateToken(ctx, u, "ci", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + secret}
+		four := `{"gpus": 1, "cpu_milli": 4000, "memory_mib": 4096}`
+		first, second := s.submit(bearer, "first", four), s.submit(bearer, "second", four)
+		s.disp.Tick(ctx)
+		var job struct {
+			State         string
+			PendingReason string `json:"pending_reason"`
+		}
+		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(first, 10), "", bearer)
+		if json.Unmarshal([]byte(body), &job); job.State != "scheduled" {
+			t.Fatalf("the first job within the CPU quota: %s", body)
+		}
+		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(second, 10), "", bearer)
+		if json.Unmarshal([]byte(body), &job); job.State != "queued" || !strings.Contains(job.PendingReason, "team default's CPU quota is exhausted: 4/6 cores, too little for 4 more") {
+			t.Fatalf("the second job beyond the CPU quota: %s", body)
+		}
+		_, body = s.send(admin, "GET", "/admin/quotas", "", nil)
+		for _, want := range []string{"6 cores", "4 cores in use", "32 GiB", "4 GiB in use", "CPU quota is exhausted"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the quotas page lacks %q", want)
+			}
+		}
+		if strings.Contains(body, "not enforced") || strings.Contains(body, "the scheduler limits GPUs") {
+			t.Error("the quotas page still says CPU and memory are not enforced")
 		}
 	})
 }

@@ -141,7 +141,9 @@ func SchedulerSnapshot(snap Snapshot) scheduler.Snapshot {
 	}
 	for _, q := range snap.Quotas {
 		ss.Quotas = append(ss.Quotas, scheduler.Quota{Team: q.Team, Model: q.GPUModel, Cohort: q.Cohort, Nominal: q.NominalMilli,
-			BorrowingLimit: limitOf(q.BorrowingLimitMilli), LendingLimit: limitOf(q.LendingLimitMilli)})
+			BorrowingLimit: limitOf(q.BorrowingLimitMilli), LendingLimit: limitOf(q.LendingLimitMilli),
+			CPU: scheduler.ResourceQuota{Nominal: q.CPUMilli, BorrowingLimit: limitOf(q.CPUBorrowingLimitMilli), LendingLimit: limitOf(q.CPULendingLimitMilli)},
+			RAM: scheduler.ResourceQuota{Nominal: q.MemoryMiB, BorrowingLimit: limitOf(q.MemoryBorrowingLimitMiB), LendingLimit: limitOf(q.MemoryLendingLimitMiB)}})
 	}
 	for _, u := range snap.Usage {
 		ss.Usage = append(ss.Usage, scheduler.UsageRecord{Team: u.Team, Start: u.Start, End: u.End, GPUMilli: u.GPUMilli, CPUMilli: u.CPUMilli, RAMMiB: u.MemoryMiB})

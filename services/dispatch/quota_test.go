@@ -26,7 +26,7 @@ func TestQuotasReachTheScheduler(t *testing.T) {
 		e.svc.Tick(e.ctx)
 		e.wantState(first.ID, models.JobScheduled)
 		waiting := e.wantState(second.ID, models.JobQueued)
-		if !strings.Contains(waiting.PendingReason, "refused by quota (team vision quota for any model exhausted: 1/1 GPUs)") {
+		if !strings.Contains(waiting.PendingReason, "refused by quota (team vision's GPU quota for any model is exhausted: 1/1 GPUs)") {
 			t.Fatalf("the job beyond the quota waits because %q", waiting.PendingReason)
 		}
 		quota.NominalMilli = 2000
@@ -35,6 +35,47 @@ func TestQuotasReachTheScheduler(t *testing.T) {
 		}
 		e.svc.Tick(e.ctx)
 		e.wantState(second.ID, models.JobScheduled)
+	})
+}
+
+// CPU and memory quotas reach the scheduler with their limits: jobs beyond the cores
+// wait naming the CPU quota, then the memory quota once the cores are raised, and a
+// raised memory quota lets them start.
+func TestCPUAndMemoryQuotasReachTheScheduler(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		e.join("gpu-a", "2xA100-80GB")
+		noBorrowing := int64(0)
+		quota := &models.Quota{TeamID: e.proj.TeamID, NominalMilli: 2000, CPUMilli: 4000, MemoryMiB: 8192,
+			CPUBorrowingLimitMilli: &noBorrowing, MemoryBorrowingLimitMiB: &noBorrowing}
+		if err := st.SaveQuota(e.ctx, quota); err != nil {
+			t.Fatal(err)
+		}
+		cpuJob := func(name string) *models.Job {
+			return e.submit(name, 0, func(j *models.Job) { j.CPUMilli, j.MemoryMiB = 2000, 4096 })
+		}
+		first, second, third := cpuJob("first"), cpuJob("second"), cpuJob("third")
+		e.svc.Tick(e.ctx)
+		e.wantState(first.ID, models.JobScheduled)
+		e.wantState(second.ID, models.JobScheduled)
+		if waiting := e.wantState(third.ID, models.JobQueued); !strings.Contains(waiting.PendingReason, "team vision's CPU quota is exhausted: 4/4 cores") {
+			t.Fatalf("the job beyond the CPU quota waits because %q", waiting.PendingReason)
+		}
+		quota.CPUMilli = 6000
+		if err := st.SaveQuota(e.ctx, quota); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		if waiting := e.wantState(third.ID, models.JobQueued); !strings.Contains(waiting.PendingReason, "team vision's memory quota is exhausted: 8/8 GiB") {
+			t.Fatalf("the job beyond the memory quota waits because %q", waiting.PendingReason)
+		}
+		quota.MemoryMiB = 12288
+		if err := st.SaveQuota(e.ctx, quota); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		e.wantState(third.ID, models.JobScheduled)
 	})
 }
 

@@ -33,7 +33,7 @@ type Snapshot struct {
 	Running []RunningAllocation
 	// Teams names the team of each project of the queue and of what runs.
 	Teams map[int64]string
-	// Quotas are the teams' GPU quotas; a team without any is not limited.
+	// Quotas are the teams' quotas; a team without any is not limited.
 	Quotas []Quota
 	// Usage is the teams' past use, for fair share: what ended in the last four weeks.
 	Usage []Usage
@@ -51,15 +51,22 @@ type Policy struct {
 	ConfidentialOnly bool
 }
 
-// Quota is a team's GPU quota for one model ("" for any), in milli-GPU; a nil limit is
-// unlimited.
+// Quota is a team's quota for one GPU model ("" for any): GPUs in milli-GPU, and the CPU
+// (milli-cores) and memory (MiB) of its jobs on them (0: unlimited); a nil borrowing
+// limit is unlimited, a nil lending limit lends all that is unused.
 type Quota struct {
-	Team                string
-	GPUModel            string
-	Cohort              string
-	NominalMilli        int64
-	BorrowingLimitMilli *int64
-	LendingLimitMilli   *int64
+	Team                    string
+	GPUModel                string
+	Cohort                  string
+	NominalMilli            int64
+	BorrowingLimitMilli     *int64
+	LendingLimitMilli       *int64
+	CPUMilli                int64
+	CPUBorrowingLimitMilli  *int64
+	CPULendingLimitMilli    *int64
+	MemoryMiB               int64
+	MemoryBorrowingLimitMiB *int64
+	MemoryLendingLimitMiB   *int64
 }
 
 // Usage is what a team used over [Start, End): per second on average.
@@ -387,7 +394,9 @@ func (s *Service) addQuotas(ctx context.Context, snap *Snapshot, teams map[int64
 	}
 	for _, q := range quotas {
 		snap.Quotas = append(snap.Quotas, Quota{Team: teams[q.TeamID], GPUModel: q.GPUModel, Cohort: q.Cohort, NominalMilli: q.NominalMilli,
-			BorrowingLimitMilli: q.BorrowingLimitMilli, LendingLimitMilli: q.LendingLimitMilli})
+			BorrowingLimitMilli: q.BorrowingLimitMilli, LendingLimitMilli: q.LendingLimitMilli,
+			CPUMilli: q.CPUMilli, CPUBorrowingLimitMilli: q.CPUBorrowingLimitMilli, CPULendingLimitMilli: q.CPULendingLimitMilli,
+			MemoryMiB: q.MemoryMiB, MemoryBorrowingLimitMiB: q.MemoryBorrowingLimitMiB, MemoryLendingLimitMiB: q.MemoryLendingLimitMiB})
 	}
 	return nil
 }

@@ -15,6 +15,12 @@ type Row struct {
 	// it beyond the guarantee, taken from the cohort.
 	UseMilli      int64
 	BorrowedMilli int64
+	// CPUUseMilli and MemoryUseMiB are the CPU and memory its jobs under this quota hold;
+	// the borrowed parts are beyond a CPU or memory guarantee (none without one).
+	CPUUseMilli       int64
+	CPUBorrowedMilli  int64
+	MemoryUseMiB      int64
+	MemoryBorrowedMiB int64
 }
 
 // Unlimited is a team's use of a model that no quota of its covers.
@@ -47,7 +53,14 @@ func (s *Service) Overview(ctx context.Context) ([]Row, []Unlimited, error) {
 	hasQuota := map[int64]bool{}
 	for i, q := range quotas {
 		u := covered(use, quotas, q)
-		rows[i] = Row{Quota: q, Team: names[q.TeamID], UseMilli: u, BorrowedMilli: max(0, u-q.NominalMilli)}
+		rows[i] = Row{Quota: q, Team: names[q.TeamID], UseMilli: u[0], BorrowedMilli: max(0, u[0]-q.NominalMilli),
+			CPUUseMilli: u[1], MemoryUseMiB: u[2]}
+		if q.CPUMilli > 0 {
+			rows[i].CPUBorrowedMilli = max(0, u[1]-q.CPUMilli)
+		}
+		if q.MemoryMiB > 0 {
+			rows[i].MemoryBorrowedMiB = max(0, u[2]-q.MemoryMiB)
+		}
 		hasQuota[q.TeamID] = true
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
@@ -59,8 +72,8 @@ func (s *Service) Overview(ctx context.Context) ([]Row, []Unlimited, error) {
 	var free []Unlimited
 	for k, v := range use {
 		// A team with any quota is limited in every model: no quota for a model means none of it.
-		if !hasQuota[k.team] && v > 0 {
-			free = append(free, Unlimited{Team: names[k.team], GPUModel: k.model, UseMilli: v})
+		if !hasQuota[k.team] && v[0] > 0 {
+			free = append(free, Unlimited{Team: names[k.team], GPUModel: k.model, UseMilli: v[0]})
 		}
 	}
 	sort.Slice(free, func(i, j int) bool {

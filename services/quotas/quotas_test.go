@@ -25,7 +25,8 @@ func field(t *testing.T, err error) string {
 	return fe.Field
 }
 
-// world has teams vision and speech, and vision running three A100s.
+// world has teams vision and speech, and vision running three A100s with 24 cores and
+// 96 GiB.
 func world(t *testing.T, st *store.Store) *quotas.Service {
 	t.Helper()
 	ctx := context.Background()
@@ -60,7 +61,7 @@ func world(t *testing.T, st *store.Store) *quotas.Service {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := st.CreateAllocations(ctx, []models.Allocation{{JobID: j.ID, Attempt: 1, NodeID: n.ID, GPUMilli: 3000, State: models.AllocRunning, StartedAt: &now,
+	if err := st.CreateAllocations(ctx, []models.Allocation{{JobID: j.ID, Attempt: 1, NodeID: n.ID, GPUMilli: 3000, CPUMilli: 24000, MemoryMiB: 96 << 10, State: models.AllocRunning, StartedAt: &now,
 		Devices: `[{"uuid":"GPU-a","milli":1000},{"uuid":"GPU-b","milli":1000},{"uuid":"GPU-c","milli":1000}]`}}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +84,13 @@ func TestQuotaInputIsChecked(t *testing.T) {
 			{quotas.Input{Team: "vision", NominalMilli: 1000, BorrowingLimitMilli: milli(1000)}, "borrowing_limit"},
 			{quotas.Input{Team: "vision", Cohort: "Research!", NominalMilli: 1000}, "cohort"},
 			{quotas.Input{Team: "vision", CPUMilli: -1}, "cpu"},
+			{quotas.Input{Team: "vision", MemoryMiB: -1}, "memory"},
+			{quotas.Input{Team: "vision", CPUMilli: 8000, CPUBorrowingLimitMilli: milli(-1)}, "cpu_borrowing_limit"},
+			{quotas.Input{Team: "vision", CPUMilli: 8000, CPUBorrowingLimitMilli: milli(1000)}, "cpu_borrowing_limit"},
+			{quotas.Input{Team: "vision", CPUMilli: 8000, CPULendingLimitMilli: milli(9000)}, "cpu_lending_limit"},
+			{quotas.Input{Team: "vision", Cohort: "lab", CPUBorrowingLimitMilli: milli(1000)}, "cpu"},
+			{quotas.Input{Team: "vision", MemoryMiB: 1024, MemoryLendingLimitMiB: milli(2048)}, "memory_lending_limit"},
+			{quotas.Input{Team: "vision", MemoryMiB: 1024, MemoryBorrowingLimitMiB: milli(2 << 40)}, "memory_borrowing_limit"},
 		} {
 			if _, err := svc.Save(ctx, c.in); field(t, err) != c.field {
 				t.Errorf("%+v: %v, want a field error on %s", c.in, err, c.field)
@@ -174,6 +182,51 @@ func TestQuotaBelowUseWarns(t *testing.T) {
 		}
 		if _, err := svc.Delete(ctx, rows[0].ID); !errors.As(err, new(*quotas.NotFoundError)) {
 			t.Errorf("deleting twice: %v", err)
+		}
+	})
+}
+
+// CPU and memory borrow within the cohort as GPUs do: a limit beyond what the other teams
+// lend of that resource is refused, naming it; a guarantee below the use warns; the
+// overview shows use and what is borrowed.
+func TestCPUAndMemoryQuotas(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		svc := world(t, st)
+		// Speech lends 16 of its 32 cores and all its memory; its GPUs are not limited in CPU.
+		if _, err := svc.Save(ctx, quotas.Input{Team: "speech", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000,
+			CPUMilli: 32000, CPULendingLimitMilli: milli(16000), MemoryMiB: 64 << 10}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000, CPUMilli: 16000, CPUBorrowingLimitMilli: milli(20000)})
+		if field(t, err) != "cpu_borrowing_limit" || !strings.Contains(err.Error(), "20 cores is more than cohort lab can lend for CPU on A100: 16 cores (lent by speech 16)") {
+			t.Fatalf("borrowing more cores than the cohort lends: %v", err)
+		}
+		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000, MemoryMiB: 8 << 10, MemoryBorrowingLimitMiB: milli(65 << 10)})
+		if field(t, err) != "memory_borrowing_limit" || !strings.Contains(err.Error(), "65 GiB is more than cohort lab can lend for memory on A100: 64 GiB") {
+			t.Fatalf("borrowing more memory than the cohort lends: %v", err)
+		}
+		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000,
+			CPUMilli: 16000, CPUBorrowingLimitMilli: milli(16000), MemoryMiB: 128 << 10, MemoryBorrowingLimitMiB: milli(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "vision uses 24 cores of CPU on A100 now, more than the new guarantee of 16 cores. Running jobs keep running: a quota never stops them. New jobs of vision start only as far as they can borrow from cohort lab;"
+		if !strings.HasPrefix(s.Warning, want) {
+			t.Errorf("warning = %q\nwant      %q…", s.Warning, want)
+		}
+		rows, _, err := svc.Overview(ctx)
+		if err != nil || len(rows) != 2 {
+			t.Fatalf("overview = %+v, %v", rows, err)
+		}
+		if r := rows[1]; r.Team != "vision" || r.CPUUseMilli != 24000 || r.CPUBorrowedMilli != 8000 || r.MemoryUseMiB != 96<<10 || r.MemoryBorrowedMiB != 0 ||
+			*r.CPUBorrowingLimitMilli != 16000 || *r.MemoryBorrowingLimitMiB != 0 || r.CPULendingLimitMilli != nil {
+			t.Errorf("vision's row = %+v", r)
+		}
+		events, _ := st.AuditEventsBefore(ctx, store.AuditFilter{Action: "quota.saved"}, 0, 1)
+		if len(events) != 1 || !strings.Contains(events[0].Detail, `"cpu_borrowing_limit_milli":"16000"`) || !strings.Contains(events[0].Detail, `"memory_lending_limit_mib":"unlimited"`) {
+			t.Fatalf("quota audit = %+v", events)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,16 +27,22 @@ func New(st *store.Store, log *audit.Log) *Service {
 	return &Service{store: st, audit: log}
 }
 
-// Input is a quota as an admin sets it; limits are milli-GPU and nil is unlimited.
+// Input is a quota as an admin sets it: GPUs in milli-GPU, CPU in milli-cores, memory in
+// MiB (0 CPU or memory: not limited); a nil borrowing limit is unlimited, a nil lending
+// limit lends all that is unused.
 type Input struct {
-	Team                string
-	GPUModel            string // "" for any model
-	Cohort              string
-	NominalMilli        int64
-	BorrowingLimitMilli *int64
-	LendingLimitMilli   *int64
-	CPUMilli            int64
-	MemoryMiB           int64
+	Team                    string
+	GPUModel                string // "" for any model
+	Cohort                  string
+	NominalMilli            int64
+	BorrowingLimitMilli     *int64
+	LendingLimitMilli       *int64
+	CPUMilli                int64
+	CPUBorrowingLimitMilli  *int64
+	CPULendingLimitMilli    *int64
+	MemoryMiB               int64
+	MemoryBorrowingLimitMiB *int64
+	MemoryLendingLimitMiB   *int64
 }
 
 var (
@@ -44,8 +51,49 @@ var (
 	cohortRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 )
 
-// maxMilli bounds every GPU figure: a million GPUs.
+// maxMilli bounds every figure: a million GPUs or cores, a million GiB.
 const maxMilli = 1_000_000_000
+
+// resource is one resource a quota limits, as the form names its fields and the page
+// counts it.
+type resource struct {
+	fields  [3]string          // guarantee, borrowing limit, lending limit
+	noun    string             // "" for GPUs, "CPU", "memory"
+	unit    string             // what its figures count in messages: "GPUs", "cores", "GiB"
+	count   func(int64) string // with its unit: "2.5 GPUs", "16 cores", "8 GiB"
+	figure  func(int64) string // without: "2.5"
+	of      func(models.Quota) limits
+	ofInput func(Input) limits
+}
+
+// limits are one resource's guarantee and limits.
+type limits struct {
+	nominal            int64
+	borrowing, lending *int64
+}
+
+// resources are the GPU, CPU and memory quotas, in the order of amounts.
+var resources = []resource{
+	{fields: [3]string{"guaranteed", "borrowing_limit", "lending_limit"}, unit: "GPUs", count: count, figure: GPUs,
+		of:      func(q models.Quota) limits { return limits{q.NominalMilli, q.BorrowingLimitMilli, q.LendingLimitMilli} },
+		ofInput: func(in Input) limits { return limits{in.NominalMilli, in.BorrowingLimitMilli, in.LendingLimitMilli} }},
+	{fields: [3]string{"cpu", "cpu_borrowing_limit", "cpu_lending_limit"}, noun: "CPU", unit: "cores", count: Cores, figure: GPUs,
+		of: func(q models.Quota) limits {
+			return limits{q.CPUMilli, q.CPUBorrowingLimitMilli, q.CPULendingLimitMilli}
+		},
+		ofInput: func(in Input) limits { return limits{in.CPUMilli, in.CPUBorrowingLimitMilli, in.CPULendingLimitMilli} }},
+	{fields: [3]string{"memory", "memory_borrowing_limit", "memory_lending_limit"}, noun: "memory", unit: "GiB", count: GiB, figure: gib,
+		of: func(q models.Quota) limits {
+			return limits{q.MemoryMiB, q.MemoryBorrowingLimitMiB, q.MemoryLendingLimitMiB}
+		},
+		ofInput: func(in Input) limits {
+			return limits{in.MemoryMiB, in.MemoryBorrowingLimitMiB, in.MemoryLendingLimitMiB}
+		}},
+}
+
+// limited reports whether a quota limits the resource: GPUs always, CPU and memory when
+// guaranteed any.
+func (r resource) limited(l limits) bool { return r.noun == "" || l.nominal > 0 }
 
 func (in Input) validate() error {
 	switch {
@@ -53,20 +101,34 @@ func (in Input) validate() error {
 		return models.Invalid("gpu_model", "%q is not a GPU model name: use the model as nodes report it (A100, H100, L4), or leave it empty for any model", in.GPUModel)
 	case in.Cohort != "" && !cohortRE.MatchString(in.Cohort):
 		return models.Invalid("cohort", "%q is not a cohort name: use lower-case letters, digits and '-'", in.Cohort)
-	case in.NominalMilli < 0 || in.NominalMilli > maxMilli:
-		return models.Invalid("guaranteed", "must be 0 or more GPUs")
-	case in.BorrowingLimitMilli != nil && (*in.BorrowingLimitMilli < 0 || *in.BorrowingLimitMilli > maxMilli):
-		return models.Invalid("borrowing_limit", "must be 0 or more GPUs, or empty for no limit")
-	case in.LendingLimitMilli != nil && *in.LendingLimitMilli < 0:
-		return models.Invalid("lending_limit", "must be 0 or more GPUs, or empty to lend all that is unused")
-	case in.LendingLimitMilli != nil && *in.LendingLimitMilli > in.NominalMilli:
-		return models.Invalid("lending_limit", "%s is more than the guaranteed %s: a team lends only from its own guarantee", count(*in.LendingLimitMilli), count(in.NominalMilli))
-	case in.Cohort == "" && in.BorrowingLimitMilli != nil && *in.BorrowingLimitMilli > 0:
-		return models.Invalid("borrowing_limit", "borrowing needs a cohort to borrow from: name the cohort, or set the borrowing limit to 0")
-	case in.CPUMilli < 0:
-		return models.Invalid("cpu", "must be 0 or more cores (0: no CPU quota)")
-	case in.MemoryMiB < 0:
-		return models.Invalid("memory", "must be 0 or more GiB (0: no memory quota)")
+	}
+	for _, r := range resources {
+		if err := r.validate(in.Cohort, r.ofInput(in)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks one resource's guarantee and limits.
+func (r resource) validate(cohort string, l limits) error {
+	none := ""
+	if r.noun != "" {
+		none = " (0: no " + r.noun + " quota)"
+	}
+	switch {
+	case l.nominal < 0 || l.nominal > maxMilli:
+		return models.Invalid(r.fields[0], "must be 0 or more %s%s", r.unit, none)
+	case l.borrowing != nil && (*l.borrowing < 0 || *l.borrowing > maxMilli):
+		return models.Invalid(r.fields[1], "must be 0 or more %s, or empty for no limit", r.unit)
+	case l.lending != nil && (*l.lending < 0 || *l.lending > maxMilli):
+		return models.Invalid(r.fields[2], "must be 0 or more %s, or empty to lend all that is unused", r.unit)
+	case r.noun != "" && l.nominal == 0 && ((l.borrowing != nil && *l.borrowing > 0) || (l.lending != nil && *l.lending > 0)):
+		return models.Invalid(r.fields[0], "set the guaranteed %s first: with 0 the team has no %s quota, so it is not limited and has nothing to borrow or lend", r.unit, r.noun)
+	case l.lending != nil && *l.lending > l.nominal:
+		return models.Invalid(r.fields[2], "%s is more than the guaranteed %s: a team lends only from its own guarantee", r.count(*l.lending), r.count(l.nominal))
+	case cohort == "" && l.borrowing != nil && *l.borrowing > 0:
+		return models.Invalid(r.fields[1], "borrowing needs a cohort to borrow from: name the cohort, or set the borrowing limit to 0")
 	}
 	return nil
 }
@@ -111,7 +173,8 @@ func (s *Service) Save(ctx context.Context, in Input) (Saved, error) {
 			return err
 		}
 		q.Cohort, q.NominalMilli, q.BorrowingLimitMilli, q.LendingLimitMilli = in.Cohort, in.NominalMilli, in.BorrowingLimitMilli, in.LendingLimitMilli
-		q.CPUMilli, q.MemoryMiB = in.CPUMilli, in.MemoryMiB
+		q.CPUMilli, q.CPUBorrowingLimitMilli, q.CPULendingLimitMilli = in.CPUMilli, in.CPUBorrowingLimitMilli, in.CPULendingLimitMilli
+		q.MemoryMiB, q.MemoryBorrowingLimitMiB, q.MemoryLendingLimitMiB = in.MemoryMiB, in.MemoryBorrowingLimitMiB, in.MemoryLendingLimitMiB
 		if err := tx.SaveQuota(ctx, q); err != nil {
 			return err
 		}
@@ -133,47 +196,72 @@ func (s *Service) Save(ctx context.Context, in Input) (Saved, error) {
 	if err != nil {
 		return out, err
 	}
-	if used := covered(use, quotas, *out.Quota); used > out.Quota.NominalMilli {
-		out.Warning = belowUse(in, used)
-	}
+	out.Warning = belowUse(in, covered(use, quotas, *out.Quota), *out.Quota)
 	return out, nil
 }
 
-// checkCohort refuses a borrowing limit beyond what the cohort's other teams lend for the model.
+// checkCohort refuses a borrowing limit, of any resource, beyond what the cohort's other
+// teams lend of it for the model.
 func checkCohort(ctx context.Context, tx *store.Store, in Input, teamID int64, all []models.Quota) error {
-	if in.Cohort == "" || in.BorrowingLimitMilli == nil || *in.BorrowingLimitMilli == 0 {
+	if in.Cohort == "" {
 		return nil
 	}
-	var lends int64
-	var lenders []string
-	for _, o := range all {
-		if o.Cohort != in.Cohort || o.GPUModel != in.GPUModel || o.TeamID == teamID {
+	for _, r := range resources {
+		l := r.ofInput(in)
+		if l.borrowing == nil || *l.borrowing == 0 {
 			continue
 		}
-		lends += lendCap(o)
-		if t, err := tx.TeamByID(ctx, o.TeamID); err == nil {
-			lenders = append(lenders, fmt.Sprintf("%s %s", t.Name, GPUs(lendCap(o))))
+		var lends int64
+		var lenders []string
+		for _, o := range all {
+			ol := r.of(o)
+			if o.Cohort != in.Cohort || o.GPUModel != in.GPUModel || o.TeamID == teamID || !r.limited(ol) {
+				continue
+			}
+			lends = satAdd(lends, lendCap(ol))
+			if t, err := tx.TeamByID(ctx, o.TeamID); err == nil {
+				lenders = append(lenders, fmt.Sprintf("%s %s", t.Name, r.figure(lendCap(ol))))
+			}
 		}
+		if *l.borrowing <= lends {
+			continue
+		}
+		what := modelName(in.GPUModel)
+		if r.noun != "" {
+			what = r.noun + " on " + what
+		}
+		from := "no other team of the cohort has a quota for " + what + " yet"
+		if len(lenders) > 0 {
+			from = "lent by " + strings.Join(lenders, ", ")
+		}
+		return models.Invalid(r.fields[1], "%s is more than cohort %s can lend for %s: %s (%s). Lower the limit, or give the cohort's other teams quotas first",
+			r.count(*l.borrowing), in.Cohort, what, r.count(lends), from)
 	}
-	if *in.BorrowingLimitMilli <= lends {
-		return nil
-	}
-	from := "no other team of the cohort has a quota for " + modelName(in.GPUModel) + " yet"
-	if len(lenders) > 0 {
-		from = "lent by " + strings.Join(lenders, ", ")
-	}
-	return models.Invalid("borrowing_limit", "%s is more than cohort %s can lend for %s: %s (%s). Lower the limit, or give the cohort's other teams quotas first",
-		count(*in.BorrowingLimitMilli), in.Cohort, modelName(in.GPUModel), count(lends), from)
+	return nil
 }
 
-// belowUse explains a guarantee below the current use.
-func belowUse(in Input, used int64) string {
+// belowUse explains a guarantee below the current use, or is empty when none is.
+func belowUse(in Input, use amounts, q models.Quota) string {
+	var parts []string
+	for i, r := range resources {
+		l := r.of(q)
+		if !r.limited(l) || use[i] <= l.nominal {
+			continue
+		}
+		what := r.count(use[i]) + " of " + modelName(in.GPUModel)
+		if r.noun != "" {
+			what = r.count(use[i]) + " of " + r.noun + " on " + modelName(in.GPUModel)
+		}
+		parts = append(parts, fmt.Sprintf("%s now, more than the new guarantee of %s", what, r.count(l.nominal)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
 	next := "New jobs of " + in.Team + " wait until its use falls below the quota."
 	if in.Cohort != "" {
 		next = "New jobs of " + in.Team + " start only as far as they can borrow from cohort " + in.Cohort + "; the teams whose guarantee is lent may reclaim it by preempting preemptible jobs."
 	}
-	return fmt.Sprintf("%s uses %s of %s now, more than the new guarantee of %s. Running jobs keep running: a quota never stops them. %s",
-		in.Team, count(used), modelName(in.GPUModel), count(in.NominalMilli), next)
+	return fmt.Sprintf("%s uses %s. Running jobs keep running: a quota never stops them. %s", in.Team, strings.Join(parts, "; "), next)
 }
 
 // Delete removes a quota; the team's use of that model is then unlimited, or falls
@@ -214,22 +302,35 @@ func (e *NotFoundError) Error() string { return "there is no quota " + strconv.F
 
 // view is a quota as the audit log records it.
 func view(q models.Quota) map[string]any {
-	limit := func(p *int64) any {
+	limit := func(p *int64, none string, figure func(int64) string) any {
 		if p == nil {
-			return "unlimited"
+			return none
 		}
-		return GPUs(*p)
+		return figure(*p)
 	}
-	return map[string]any{"cohort": q.Cohort, "guaranteed": GPUs(q.NominalMilli), "borrowing_limit": limit(q.BorrowingLimitMilli),
-		"lending_limit": limit(q.LendingLimitMilli), "cpu_milli": q.CPUMilli, "memory_mib": q.MemoryMiB}
+	return map[string]any{"cohort": q.Cohort, "guaranteed": GPUs(q.NominalMilli), "borrowing_limit": limit(q.BorrowingLimitMilli, "unlimited", GPUs),
+		"lending_limit": limit(q.LendingLimitMilli, "unlimited", GPUs), "cpu_milli": q.CPUMilli, "memory_mib": q.MemoryMiB,
+		"cpu_borrowing_limit_milli": limit(q.CPUBorrowingLimitMilli, "unlimited", itoa), "cpu_lending_limit_milli": limit(q.CPULendingLimitMilli, "unlimited", itoa),
+		"memory_borrowing_limit_mib": limit(q.MemoryBorrowingLimitMiB, "unlimited", itoa), "memory_lending_limit_mib": limit(q.MemoryLendingLimitMiB, "unlimited", itoa)}
 }
 
-// lendCap is what a quota puts into its cohort: its guarantee, or its lending limit.
-func lendCap(q models.Quota) int64 {
-	if q.LendingLimitMilli != nil {
-		return min(*q.LendingLimitMilli, q.NominalMilli)
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// lendCap is what a quota puts into its cohort of one resource: its guarantee, or its
+// lending limit.
+func lendCap(l limits) int64 {
+	if l.lending != nil {
+		return min(*l.lending, l.nominal)
 	}
-	return q.NominalMilli
+	return l.nominal
+}
+
+// satAdd adds non-negative figures, saturating at the largest int64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func modelName(m string) string {
@@ -239,7 +340,7 @@ func modelName(m string) string {
 	return m
 }
 
-// GPUs writes milli-GPU as GPUs: 16000 is "16", 2500 is "2.5".
+// GPUs writes milli-GPU as GPUs: 16000 is "16", 2500 is "2.5". Milli-cores read the same.
 func GPUs(milli int64) string {
 	return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64)
 }
@@ -250,6 +351,21 @@ func count(milli int64) string {
 		return "1 GPU"
 	}
 	return GPUs(milli) + " GPUs"
+}
+
+// Cores writes milli-cores with their noun: "1 core", "2.5 cores".
+func Cores(milli int64) string {
+	if milli == 1000 {
+		return "1 core"
+	}
+	return GPUs(milli) + " cores"
+}
+
+// GiB writes MiB as GiB: 8192 is "8 GiB", 1536 "1.5 GiB".
+func GiB(mib int64) string { return gib(mib) + " GiB" }
+
+func gib(mib int64) string {
+	return strconv.FormatFloat(math.Round(float64(mib)/1024*1000)/1000, 'f', -1, 64)
 }
 
 // ParseGPUs reads a number of GPUs such as "4" or "0.5" as milli-GPU; field names it in
@@ -271,14 +387,19 @@ func ParseMilli(field, s, unit string) (int64, error) {
 	return whole*1000 + frac, nil
 }
 
-// useKey is a team's use of one GPU model.
+// useKey is a team's use of one GPU model ("" for its jobs without GPUs).
 type useKey struct {
 	team  int64
 	model string
 }
 
-// use is what each team holds now, per GPU model, from the active allocations.
-func (s *Service) use(ctx context.Context) (map[useKey]int64, error) {
+// amounts are a use of each of the resources, in their order: milli-GPU, milli-cores, MiB.
+type amounts [3]int64
+
+// use is what each team holds now, per GPU model, from the active allocations: the GPUs
+// under their model, CPU and memory under the model of the allocation's first GPU (""
+// without GPUs), as the scheduler counts them.
+func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
 	allocs, err := s.store.ActiveAllocations(ctx, 0)
 	if err != nil {
 		return nil, err
@@ -317,31 +438,46 @@ func (s *Service) use(ctx context.Context) (map[useKey]int64, error) {
 	for _, j := range jobs {
 		teamOfJob[j.ID] = teamOfProject[j.ProjectID]
 	}
-	out := map[useKey]int64{}
+	out := map[useKey]amounts{}
+	add := func(k useKey, r int, v int64) {
+		u := out[k]
+		u[r] += v
+		out[k] = u
+	}
 	for i, a := range allocs {
-		for _, d := range devices[i] {
-			out[useKey{teamOfJob[a.JobID], specs[d.UUID].Model}] += d.Milli
+		team, model := teamOfJob[a.JobID], ""
+		for k, d := range devices[i] {
+			m := specs[d.UUID].Model
+			if k == 0 {
+				model = m
+			}
+			add(useKey{team, m}, 0, d.Milli)
 		}
+		add(useKey{team, model}, 1, a.CPUMilli)
+		add(useKey{team, model}, 2, a.MemoryMiB)
 	}
 	return out, nil
 }
 
 // covered is the use that quota q counts: its model's, or for an any-model quota the
-// team's use of every model without a quota of its own (as the scheduler counts it).
-func covered(use map[useKey]int64, quotas []models.Quota, q models.Quota) int64 {
+// team's use of every model without a quota of its own and of no GPU (as the scheduler
+// counts it).
+func covered(use map[useKey]amounts, quotas []models.Quota, q models.Quota) amounts {
 	if q.GPUModel != "" {
 		return use[useKey{q.TeamID, q.GPUModel}]
 	}
 	own := map[string]bool{}
 	for _, o := range quotas {
-		if o.TeamID == q.TeamID {
+		if o.TeamID == q.TeamID && o.GPUModel != "" {
 			own[o.GPUModel] = true
 		}
 	}
-	var sum int64
+	var sum amounts
 	for k, v := range use {
 		if k.team == q.TeamID && !own[k.model] {
-			sum += v
+			for r := range sum {
+				sum[r] += v[r]
+			}
 		}
 	}
 	return sum
