@@ -34,11 +34,22 @@ func (h *Handler) JobNew(c *gin.Context) {
 		}
 		d.Form = form
 		d.Notice = "A copy of job " + q.Get("clone") + ": change what you need, then submit."
+	case q.Get("template") != "":
+		form, ok := h.templateForm(c, q.Get("project"), q.Get("template"))
+		if !ok {
+			return
+		}
+		d.Form = form
+		d.Notice = "Filled in from template " + q.Get("template") + ": change what you need, then submit."
+		if q.Get("saved") != "" {
+			d.Notice = "Saved template " + q.Get("template") + " of " + form.Project + ". It is filled in below: submit it now, or start it from this page another time."
+		}
 	case q.Has("project"):
 		d.Form = jobFormOf(q)
 	default:
 		d.Form = defaultJobForm("")
 	}
+	d.TemplateName = q.Get("template_name")
 	if q.Get("apply") == "preset" {
 		applyPreset(&d.Form)
 	}
@@ -79,6 +90,58 @@ func (h *Handler) cloneForm(c *gin.Context, id string) (templates.JobForm, bool)
 	return formOfSpec(spec, j.ImageID != nil), true
 }
 
+// templateForm fills the form from the template name of project, which the user must
+// be allowed to read.
+func (h *Handler) templateForm(c *gin.Context, project, name string) (templates.JobForm, bool) {
+	ctx := c.Request.Context()
+	p, err := h.store.ProjectByName(ctx, project)
+	if errors.Is(err, store.ErrNotFound) {
+		h.errorPage(c, http.StatusNotFound, "No such project", "There is no project "+project+". Pick a template from the submit form.")
+		return templates.JobForm{}, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return templates.JobForm{}, false
+	}
+	perm, err := h.authz.InProject(ctx, principal(c).User.ID, p.ID)
+	if err != nil {
+		h.serverError(c, err)
+		return templates.JobForm{}, false
+	}
+	if !perm.CanRead(authz.Jobs) {
+		h.deny(c, "Forbidden", "you may not read the templates of project "+p.Name+": you have no role in it")
+		return templates.JobForm{}, false
+	}
+	t, err := h.jobs.TemplateByName(ctx, p, name)
+	if errors.Is(err, store.ErrNotFound) {
+		h.errorPage(c, http.StatusNotFound, "No such template", "Project "+p.Name+" has no template called "+name+". Its templates are listed on the submit form.")
+		return templates.JobForm{}, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return templates.JobForm{}, false
+	}
+	catalog, err := h.inCatalog(ctx, t.Spec.Image)
+	if err != nil {
+		h.serverError(c, err)
+		return templates.JobForm{}, false
+	}
+	return formOfSpec(t.Spec, catalog), true
+}
+
+// inCatalog says whether image is empty (the project's default) or a catalog entry's
+// name, rather than a custom reference.
+func (h *Handler) inCatalog(ctx context.Context, image string) (bool, error) {
+	if image == "" {
+		return true, nil
+	}
+	_, err := h.store.ImageByName(ctx, image)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // renderJobNew renders the form with what it offers and the preview of what it holds;
 // recommend applies the recommended profile first, when there is one.
 func (h *Handler) renderJobNew(c *gin.Context, status int, d templates.JobNewData, recommend bool) {
@@ -103,6 +166,10 @@ func (h *Handler) renderJobNew(c *gin.Context, status int, d templates.JobNewDat
 		i, d.Form.Project = 0, projects[0].Name
 	}
 	d.AllowCustom = projects[i].AllowCustomImages
+	if d.Templates, err = h.templateOptions(ctx, &projects[i]); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if err := h.jobFormChoices(ctx, &d); err != nil {
 		h.serverError(c, err)
 		return
@@ -275,4 +342,42 @@ func (h *Handler) submitProjects(ctx context.Context, userID int64) ([]models.Pr
 	}
 	slices.SortFunc(out, func(a, b models.Project) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// templateOptions lists the templates of project for the form.
+func (h *Handler) templateOptions(ctx context.Context, project *models.Project) ([]templates.TemplateOption, error) {
+	list, err := h.jobs.Templates(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.TemplateOption, len(list))
+	for i, t := range list {
+		out[i] = templates.TemplateOption{Name: t.Name, Summary: resourceSummary(t.Spec.Resources) + " · " + t.Spec.PriorityClass, SavedBy: t.CreatedBy}
+	}
+	return out, nil
+}
+
+// resourceSummary says what one replica asks for, as the job list would.
+func resourceSummary(r jobs.Resources) string {
+	var parts []string
+	switch {
+	case r.MIGProfile != "":
+		parts = append(parts, "MIG "+r.MIGProfile)
+	case r.GPUMilli > 0:
+		parts = append(parts, decimal(float64(r.GPUMilli)/1000)+" GPU")
+	case r.GPUs > 0:
+		parts = append(parts, strconv.Itoa(r.GPUs)+" GPU")
+	default:
+		parts = append(parts, "no GPU")
+	}
+	if r.GPUModel != "" {
+		parts[0] += " " + r.GPUModel
+	}
+	if r.CPUMilli > 0 {
+		parts = append(parts, decimal(float64(r.CPUMilli)/1000)+" CPU")
+	}
+	if r.MemoryMiB > 0 {
+		parts = append(parts, gib(r.MemoryMiB)+" GiB RAM")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -294,6 +294,31 @@ var mutations = map[string]func(w *world) change{
 			"gpus": {"0"}, "cpu_cores": {"1"}, "memory_gib": {"1"}, "replicas": {"1"}, "priority_class": {"research"}},
 			action: "job.submitted", object: "job"}
 	},
+	"POST /jobs/templates": func(w *world) change {
+		return change{as: models.RoleMember, path: "/jobs/templates", form: url.Values{"project": {w.projects[true].Name}, "template_name": {"nightly-" + w.unique()},
+			"name": {"train-1"}, "command": {"python train.py"}, "gpus": {"0"}, "cpu_cores": {"1"}, "memory_gib": {"1"}, "replicas": {"1"}, "priority_class": {"research"}},
+			action: "job_template.saved", object: "job_template"}
+	},
+	"POST /projects/:project/templates/:name/rename": func(w *world) change {
+		t := w.template(models.RoleMember)
+		return change{as: models.RoleMember, path: "/projects/" + w.projects[true].Name + "/templates/" + t.Name + "/rename", form: url.Values{"name": {t.Name + "-2"}},
+			action: "job_template.renamed", object: "job_template", id: fmt.Sprint(t.ID)}
+	},
+	"POST /projects/:project/templates/:name/delete": func(w *world) change {
+		t := w.template(models.RoleMember)
+		return change{as: models.RoleTeamLead, path: "/projects/" + w.projects[true].Name + "/templates/" + t.Name + "/delete",
+			action: "job_template.deleted", object: "job_template", id: fmt.Sprint(t.ID)}
+	},
+	"POST /api/v1/projects/:project/templates": func(w *world) change {
+		return change{as: models.RoleMember, path: "/api/v1/projects/" + w.projects[true].Name + "/templates",
+			json:   fmt.Sprintf(`{"name": "api-%s", "spec": {"name": "train", "command": ["true"]}}`, w.unique()),
+			action: "job_template.saved", object: "job_template"}
+	},
+	"DELETE /api/v1/projects/:project/templates/:name": func(w *world) change {
+		t := w.template(models.RoleMember)
+		return change{as: models.RoleMember, path: "/api/v1/projects/" + w.projects[true].Name + "/templates/" + t.Name,
+			action: "job_template.deleted", object: "job_template", id: fmt.Sprint(t.ID)}
+	},
 	"POST /jobs/:id/cancel": func(w *world) change {
 		j := w.job(models.JobQueued)
 		return change{as: models.RoleMember, path: fmt.Sprintf("/jobs/%d/cancel", j.ID), action: "job.cancelled", object: "job", id: fmt.Sprint(j.ID)}
@@ -408,6 +433,14 @@ func (w *world) alert(action string) *models.Alert {
 	return a
 }
 
+// template saves a job template of the own project as the user of role.
+func (w *world) template(role string) *models.JobTemplate {
+	t := &models.JobTemplate{ProjectID: w.projects[true].ID, Name: "tpl-" + w.unique(), Spec: `{"project": "", "name": "train", "command": ["true"], "resources": {"gpus": 0}}`,
+		CreatedByID: w.users[role].ID}
+	w.must(w.st.CreateJobTemplate(w.ctx, t))
+	return t
+}
+
 func (w *world) budget() *models.Budget {
 	b := &models.Budget{ProjectID: &w.project().ID, AmountMicros: 100_000_000, Thresholds: "[50]"}
 	w.must(w.st.CreateBudget(w.ctx, b))
@@ -478,6 +511,15 @@ var refusals = map[string]func(w *world) change{
 	"GET /jobs/new": func(w *world) change {
 		path := fmt.Sprintf("/jobs/new?clone=%d", w.jobs[false].ID)
 		return change{as: models.RoleMember, path: path, action: "access.denied", object: "route", id: "GET /jobs/new"}
+	},
+	// A member may change only the templates they saved.
+	"POST /projects/:project/templates/:name/delete": func(w *world) change {
+		path := "/projects/" + w.projects[true].Name + "/templates/" + w.template(models.RoleTeamLead).Name + "/delete"
+		return change{as: models.RoleMember, path: path, action: "access.denied", object: "route", id: "POST " + path}
+	},
+	"DELETE /api/v1/projects/:project/templates/:name": func(w *world) change {
+		path := "/api/v1/projects/" + w.projects[true].Name + "/templates/" + w.template(models.RoleTeamLead).Name
+		return change{as: models.RoleMember, path: path, action: "access.denied", object: "route", id: "DELETE " + path}
 	},
 	"POST /alerts/:id/acknowledge": func(w *world) change { return w.refusedAlert("acknowledge") },
 	"POST /alerts/:id/silence":     func(w *world) change { return w.refusedAlert("silence") },

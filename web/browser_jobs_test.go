@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agent"
@@ -154,6 +155,40 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
 	browsertest.Screenshot(t, ctx, "job-new")
+	// Saved as a template from the keyboard (Enter in its name saves, it does not submit),
+	// then used from the form's list in one click, and submitted from there.
+	err = chromedp.Do(ctx,
+		chromedp.Focus("#f-template_name"),
+		chromedp.SendKeys("#f-template_name", "long-run"+kb.Enter),
+		chromedp.WaitVisible(".notice"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".notice", "Saved template long-run of default", 5*time.Second)
+	if n, err := s.st.JobCountsByState(context.Background()); err != nil || n[models.JobSucceeded] != 1 || len(n) != 1 {
+		t.Fatalf("saving a template submitted a job: %v %v", n, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/projects/default/templates"), chromedp.WaitVisible(`tr[data-template="long-run"]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `tr[data-template="long-run"]`, "0.25 GPU, 2 CPU, 8 GiB RAM · research", time.Second)
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		chromedp.WaitVisible("[data-testid=templates]"),
+		chromedp.Click(`a[data-template="long-run"]`),
+		chromedp.WaitVisible(".notice"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".notice", "Filled in from template long-run", 5*time.Second)
+	for sel, want := range map[string]string{"#f-name": "long-one", "#f-command": "/bin/sh -c 'echo started; sleep 600'", "#f-expected_run": "2h"} {
+		if got, err := chromedp.Run(ctx, chromedp.Value(sel)); err != nil || got != want {
+			t.Fatalf("the form from the template holds %q in %s, want %q (%v)", got, sel, want, err)
+		}
+	}
+	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}

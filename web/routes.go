@@ -147,6 +147,17 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/jobs/:id/hold", InProjectOfJob(authz.Jobs, authz.Write), h.JobHold},
 		{"POST", "/jobs/:id/release", InProjectOfJob(authz.Jobs, authz.Write), h.JobRelease},
 		{"POST", "/jobs/:id/rerun", InProjectOfJob(authz.Jobs, authz.Write), h.JobRerun},
+		// Job templates, saved forms of a project: those who submit there save them; who
+		// saved one, the project's team leads and admins rename and delete it (the
+		// service checks which).
+		{"POST", "/jobs/templates", InProjectOfBody(authz.Jobs, authz.Write), h.JobTemplateSave},
+		{"GET", "/projects/:project/templates", InProject(authz.Jobs, authz.Read), h.JobTemplatesIndex},
+		{"POST", "/projects/:project/templates/:name/rename", InProject(authz.Jobs, authz.Write), h.JobTemplateRename},
+		{"POST", "/projects/:project/templates/:name/delete", InProject(authz.Jobs, authz.Write), h.JobTemplateDelete},
+		{"GET", "/api/v1/projects/:project/templates", InProject(authz.Jobs, authz.Read), h.JobTemplatesAPIIndex},
+		{"POST", "/api/v1/projects/:project/templates", InProject(authz.Jobs, authz.Write), h.JobTemplateCreate},
+		{"GET", "/api/v1/projects/:project/templates/:name", InProject(authz.Jobs, authz.Read), h.JobTemplateAPIShow},
+		{"DELETE", "/api/v1/projects/:project/templates/:name", InProject(authz.Jobs, authz.Write), h.JobTemplateDestroy},
 
 		{"POST", "/api/v1/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobCreate},
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,6 +180,26 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		t.Fatalf("nodes ls -o json: %+v %v", nodes, err)
 	}
 
+	// A template saved through the API starts a job; the flags override it.
+	req, err := http.NewRequest("POST", url+"/api/v1/projects/default/templates", strings.NewReader(
+		`{"name": "nightly", "spec": {"name": "nightly", "command": ["/bin/sh", "-c", "echo $B"], "env": {"A": "1"}, "resources": {"gpus": 0, "cpu_milli": 250, "memory_mib": 256}, "max_retries": 2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("save a template: %v %v", res, err)
+	}
+	res.Body.Close()
+	nightly := u.jobJSON("job", "submit", "--project", "default", "--template", "nightly", "--name", "nightly-7", "--env", "B=2")
+	if nightly.Name != "nightly-7" || strings.Join(nightly.Command, " ") != "/bin/sh -c echo $B" || nightly.Resources.CPUMilli != 250 || nightly.Resources.MemoryMiB != 256 {
+		t.Fatalf("submit --template = %+v", nightly)
+	}
+	if logs := u.ok("job", "logs", "-f", strconv.FormatInt(nightly.ID, 10)); logs != "2\n" {
+		t.Fatalf("the job from the template printed %q, want its --env", logs)
+	}
+
 	badYAML := filepath.Join(u.dir, "bad.yaml")
 	os.WriteFile(badYAML, []byte("project: [default\n"), 0o600)
 	unknown := filepath.Join(u.dir, "unknown.yaml")
@@ -188,18 +209,20 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		code int
 		want string
 	}{
-		"bad output":       {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
-		"unknown state":    {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
-		"bad cursor":       {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
-		"not an ID":        {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},
-		"no such job":      {[]string{"job", "get", "999"}, 1, "id: there is no job 999"},
-		"stray argument":   {[]string{"job", "ls", "extra"}, 2, `unexpected argument "extra"`},
-		"YAML syntax":      {[]string{"job", "submit", "-f", badYAML}, 2, "is not valid YAML"},
-		"unknown field":    {[]string{"job", "submit", "-f", unknown}, 1, "gpu:"},
-		"negative GPUs":    {[]string{"job", "submit", "-f", jobYAML, "--gpus", "-1"}, 1, "resources.gpus: "},
-		"env without =":    {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
-		"missing job file": {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},
-		"server gone":      {[]string{"job", "ls", "--server", "http://127.0.0.1:1"}, 1, "cannot reach http://127.0.0.1:1"},
+		"bad output":           {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
+		"unknown state":        {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
+		"bad cursor":           {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
+		"not an ID":            {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},
+		"no such job":          {[]string{"job", "get", "999"}, 1, "id: there is no job 999"},
+		"stray argument":       {[]string{"job", "ls", "extra"}, 2, `unexpected argument "extra"`},
+		"YAML syntax":          {[]string{"job", "submit", "-f", badYAML}, 2, "is not valid YAML"},
+		"unknown field":        {[]string{"job", "submit", "-f", unknown}, 1, "gpu:"},
+		"negative GPUs":        {[]string{"job", "submit", "-f", jobYAML, "--gpus", "-1"}, 1, "resources.gpus: "},
+		"env without =":        {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
+		"missing job file":     {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},
+		"server gone":          {[]string{"job", "ls", "--server", "http://127.0.0.1:1"}, 1, "cannot reach http://127.0.0.1:1"},
+		"template, no project": {[]string{"job", "submit", "--template", "nightly", "--name", "n"}, 2, "--template needs the project it is saved in"},
+		"no such template":     {[]string{"job", "submit", "--project", "default", "--template", "nope"}, 1, "name: project default has no template called nope"},
 	} {
 		_, stderr, code := u.run("", tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,11 +127,11 @@ var submitFlags = []struct {
 
 func newJobSubmitCmd() *cobra.Command {
 	var o clientOpts
-	var file string
+	var file, template string
 	var env []string
 	cmd := &cobra.Command{
-		Use:   "submit [-f job.yaml] [flags] [-- command args…]",
-		Short: "Submit a job from a job.yaml file, flags, or both (flags win)",
+		Use:   "submit [-f job.yaml] [--template NAME] [flags] [-- command args…]",
+		Short: "Submit a job from a job.yaml file, a saved template, flags, or all (flags win)",
 		Long: `Submit a job. job.yaml has the fields of the API's job (see README "job.yaml"):
 
   project: default
@@ -141,9 +142,12 @@ func newJobSubmitCmd() *cobra.Command {
   resources: {gpus: 1, cpu_milli: 4000, memory_mib: 16384}
   priority_class: research
 
+--template NAME starts from a template saved in the project (on the submit form, or
+POST /api/v1/projects/{project}/templates); the file, flags and command override it.
 Flags set or override single fields; words after -- are the command.`,
 		Example: `  gantry job submit -f job.yaml
   gantry job submit -f job.yaml --gpus 2 --name train-2
+  gantry job submit --project default --template nightly-eval --name eval-7
   gantry job submit --project default --name hello --gpus 1 -- python -c 'print(42)'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -154,6 +158,11 @@ Flags set or override single fields; words after -- are the command.`,
 			spec, err := jobSpec(cmd, file, env, args)
 			if err != nil {
 				return err
+			}
+			if template != "" {
+				if spec, err = withTemplate(cmd.Context(), c, template, spec); err != nil {
+					return err
+				}
 			}
 			body, err := json.Marshal(spec)
 			if err != nil {
@@ -177,6 +186,7 @@ Flags set or override single fields; words after -- are the command.`,
 	o.addFlags(cmd, true)
 	cmd.Flags().StringVarP(&file, "file", "f", "", "job.yaml (or JSON) with the job; - reads standard input")
 	cmd.Flags().StringArrayVar(&env, "env", nil, "environment variable NAME=VALUE for the job (repeatable)")
+	cmd.Flags().StringVar(&template, "template", "", "start from this template of the project (--project or the file's)")
 	for _, f := range submitFlags {
 		switch f.kind {
 		case "string":
@@ -253,6 +263,39 @@ func jobSpec(cmd *cobra.Command, file string, env, command []string) (map[string
 		spec["command"] = command
 	}
 	return spec, nil
+}
+
+// withTemplate lays spec over the template name of spec's project: what the file, the
+// flags and the command words say wins over the template's.
+func withTemplate(ctx context.Context, c *apiClient, name string, spec map[string]any) (map[string]any, error) {
+	project, _ := spec["project"].(string)
+	if project == "" {
+		return nil, usageError{errors.New("--template needs the project it is saved in: add --project NAME (or project: in the file)")}
+	}
+	var t struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if _, err := c.getJSON(ctx, "/api/v1/projects/"+url.PathEscape(project)+"/templates/"+url.PathEscape(name), nil, &t); err != nil {
+		return nil, err
+	}
+	if t.Spec == nil {
+		return nil, fmt.Errorf("template %s of %s came back without a spec", name, project)
+	}
+	return overlay(t.Spec, spec), nil
+}
+
+// overlay sets every field of top over base, mappings (resources, env) field by field.
+func overlay(base, top map[string]any) map[string]any {
+	for k, v := range top {
+		if sub, ok := v.(map[string]any); ok {
+			if b, ok := base[k].(map[string]any); ok {
+				base[k] = overlay(b, sub)
+				continue
+			}
+		}
+		base[k] = v
+	}
+	return base
 }
 
 // setField sets a field of spec, "resources.gpus" inside resources.

@@ -29,9 +29,13 @@ type Template struct {
 	CreatedAt   time.Time
 }
 
-// ErrNotYours refuses a change to a template by someone who neither saved it nor
+// NotYoursError refuses a change to a template by someone who neither saved it nor
 // manages its project.
-var ErrNotYours = errors.New("only who saved a template, a team lead of its project or an admin may change it")
+type NotYoursError struct{ Template, SavedBy string }
+
+func (e *NotYoursError) Error() string {
+	return fmt.Sprintf("template %s was saved by %s: only they, a team lead of the project or an admin may change it", e.Template, e.SavedBy)
+}
 
 // MaxTemplateNameLen bounds a template's name.
 const MaxTemplateNameLen = 64
@@ -199,7 +203,7 @@ func duplicateTemplate(project *models.Project, name string) error {
 
 // RenameTemplate renames the template name of project to newName. Only who saved it
 // may, unless anyones (the caller manages the project: a team lead, an admin):
-// otherwise ErrNotYours.
+// otherwise a *NotYoursError.
 func (s *Service) RenameTemplate(ctx context.Context, user *models.User, anyones bool, project *models.Project, name, newName string) error {
 	newName = strings.TrimSpace(newName)
 	if err := validTemplateName(newName); err != nil {
@@ -252,14 +256,18 @@ func (s *Service) DeleteTemplate(ctx context.Context, user *models.User, anyones
 }
 
 // changeable reads the template that user is about to change: store.ErrNotFound when
-// there is none, ErrNotYours when the user may not.
+// there is none, a *NotYoursError when the user may not.
 func (s *Service) changeable(ctx context.Context, tx *store.Store, user *models.User, anyones bool, project *models.Project, name string) (*models.JobTemplate, error) {
 	row, err := tx.JobTemplateByName(ctx, project.ID, name)
 	if err != nil {
 		return nil, err
 	}
 	if row.CreatedByID != user.ID && !anyones {
-		return nil, ErrNotYours
+		u, err := tx.UserByID(ctx, row.CreatedByID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &NotYoursError{Template: row.Name, SavedBy: u.Username}
 	}
 	return row, nil
 }

@@ -88,10 +88,11 @@ func TestJobTemplates(t *testing.T) {
 		}
 
 		// Bob may not change Ada's template, unless he manages the project.
-		if err := svc.RenameTemplate(as(bob), bob, false, p, "nightly", "mine"); !errors.Is(err, jobs.ErrNotYours) {
+		var ny *jobs.NotYoursError
+		if err := svc.RenameTemplate(as(bob), bob, false, p, "nightly", "mine"); !errors.As(err, &ny) || ny.SavedBy != "ada" {
 			t.Fatalf("bob renames ada's template: %v", err)
 		}
-		if err := svc.DeleteTemplate(as(bob), bob, false, p, "nightly"); !errors.Is(err, jobs.ErrNotYours) {
+		if err := svc.DeleteTemplate(as(bob), bob, false, p, "nightly"); !errors.As(err, &ny) {
 			t.Fatalf("bob deletes ada's template: %v", err)
 		}
 		var fe *models.FieldError

@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/jobs"
+)
+
+// JobTemplateCreate saves the body's spec as a template of the route's project: 201
+// with the template, or 400 naming the field (a taken name, a spec that would not
+// submit). Nothing is submitted.
+func (h *Handler) JobTemplateCreate(c *gin.Context) {
+	name, spec, err := jobs.ParseTemplate(c.Request.Body)
+	var t *jobs.Template
+	if err == nil {
+		t, err = h.jobs.SaveTemplate(c.Request.Context(), principal(c).User, routeProject(c), name, spec)
+	}
+	var fe *models.FieldError
+	switch {
+	case errors.As(err, &fe):
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	case err != nil:
+		h.serverError(c, err)
+	default:
+		c.JSON(http.StatusCreated, templateViewOf(t))
+	}
+}
