@@ -60,6 +60,7 @@ type Event struct {
 	Reason   string
 	Run      int    // 1-based: which run of the Slurm job
 	NodeList string // started
+	Over     bool   // started: the run had ended already when the follower first saw it
 	Record   *Run   // run-ended
 	Final    bool   // run-ended, vanished: the Slurm job is over
 	Message  string // for people: names the Slurm job id and the reason
@@ -345,6 +346,12 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, rs []Run, accounted bo
 	for i := seen.Runs; i < len(ended); i++ {
 		r := ended[i]
 		final := i == len(ended)-1 && phase == phaseDone
+		if r.Ran() && seen.Start.IsZero() {
+			// A run shorter than a poll was never seen running: its start still belongs
+			// in the job's history, before its end.
+			emit(Event{Kind: EventStarted, Run: i + 1, State: "RUNNING", NodeList: r.NodeList, Over: true,
+				Message: fmt.Sprintf("Slurm job %s run %d started on %s (seen after it ended)", t.SlurmID, i+1, r.NodeList)})
+		}
 		seen.Runs, seen.State, seen.Reason, seen.Start = i+1, r.State, "", time.Time{}
 		emit(Event{Kind: EventRunEnded, Run: i + 1, State: r.State, Record: &ended[i], Final: final, Message: endedMessage(t.SlurmID, i+1, r, final)})
 	}

@@ -311,8 +311,10 @@ func TestFollowAccountingDown(t *testing.T) {
 		c.acctErr = nil
 		c.sacct = []string{acct("11", "COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:30", 25)}
 	})
-	if got, _ := fx.poll(t); got != "run-ended(1 COMPLETED final=true)" {
-		t.Errorf("after accounting returns: %s", got)
+	// Job 11 ran between two polls: its start is reported, from the accounting, before its end.
+	got, evs = fx.poll(t)
+	if got != "started(1) run-ended(1 COMPLETED final=true)" || !evs[0].Over || evs[0].NodeList == "" {
+		t.Errorf("after accounting returns: %s %+v", got, evs)
 	}
 }
 

@@ -73,7 +73,7 @@ func Decide(state string, e Event) (Decision, error) {
 	if models.IsTerminal(state) {
 		// Gantry ended the job (a cancel) before Slurm did: charge what ran, stop the rest.
 		d.Charge = charged(e)
-		d.Cancel = e.Kind == EventStarted || e.Kind == EventPending || e.Kind == EventHeld
+		d.Cancel = e.Kind == EventStarted && !e.Over || e.Kind == EventPending || e.Kind == EventHeld
 		return d, nil
 	}
 	switch e.Kind {

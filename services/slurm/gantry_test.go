@@ -30,6 +30,8 @@ func steps(d Decision) string {
 
 func TestDecide(t *testing.T) {
 	started := Event{Kind: EventStarted, SlurmID: "11", Run: 1, Message: "Slurm job 11 run 1 started on node1"}
+	startedOver := started
+	startedOver.Over = true
 	pending := Event{Kind: EventPending, SlurmID: "11", Run: 1, Reason: "Resources", Message: "Slurm job 11 waits: Resources"}
 	// sacct gives a job cancelled while pending a start time, the time of the cancel, but no node.
 	neverRan := ended("CANCELLED", 0, 0, true)
@@ -63,6 +65,7 @@ func TestDecide(t *testing.T) {
 		{"lost by Slurm", models.JobRunning, vanished, "queued:lost", false, false, true, false},
 		{"lost while waiting", models.JobScheduled, vanished, "queued:lost", false, false, true, false},
 		{"cancelled in Gantry, still running in Slurm", models.JobCancelled, started, "", false, false, false, true},
+		{"cancelled in Gantry, a start seen after the run ended", models.JobCancelled, startedOver, "", false, false, false, false},
 		{"cancelled in Gantry, then ended", models.JobCancelled, ended("CANCELLED", 0, 15, true), "", false, true, false, false},
 		{"cancelled in Gantry while pending", models.JobCancelled, neverRan, "", false, false, false, false},
 		{"cancelled in Slurm while pending", models.JobScheduled, neverRan, "cancelled:cancelled(0)", false, false, false, false},
