@@ -22,6 +22,7 @@ const (
 	public                     // anyone, signed in or not (login, health, the OIDC callback)
 	agent                      // node agents: no session or CSRF; the handler checks the node credential or join token
 	jobToken                   // a running job: no session or CSRF; the handler checks its job token
+	scrape                     // Prometheus: anyone, or only the bearer of the metrics token when one is set
 	signedIn                   // any signed-in user; the handler shows only what the user may see
 	platform                   // a platform-wide permission, e.g. reading the audit log
 	project                    // a permission in the project the request is about
@@ -48,6 +49,11 @@ func Agent() Access { return Access{kind: agent} }
 // token (Authorization: Bearer GANTRY_JOB_TOKEN), which speaks for its own job (the :id
 // path parameter) and attempt only. No session, no CSRF; bodies are capped as for users.
 func JobToken() Access { return Access{kind: jobToken} }
+
+// Scrape: a Prometheus scrape. Anyone, as dcgm-exporter is, unless the server has a
+// metrics token (Config.MetricsToken): then only a request with Authorization: Bearer
+// <token>; a session or an API token does not stand in for it.
+func Scrape() Access { return Access{kind: scrape} }
 
 // SignedIn: any signed-in user, through a session or an API token.
 func SignedIn() Access { return Access{kind: signedIn} }
@@ -81,6 +87,8 @@ func (a Access) String() string {
 		return "agent"
 	case jobToken:
 		return "job-token"
+	case scrape:
+		return "scrape"
 	case signedIn:
 		return "signed-in"
 	case platform:

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,8 @@ type gate struct {
 	audit    *audit.Log
 	store    *store.Store
 	log      *slog.Logger
+	// metricsToken is the SHA-256 of the token a scrape must carry; nil: scrapes are public.
+	metricsToken []byte
 }
 
 // refusal is a request turned away: status, code and a message the caller can act on;
@@ -65,6 +68,14 @@ func (g *gate) check(rule Access) gin.HandlerFunc {
 		case jobToken:
 			// The handler authenticates the job (handlers.Job) and audits refusals.
 			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+			c.Next()
+			return
+		case scrape:
+			if r := g.checkScrape(c); r != nil {
+				c.Header("WWW-Authenticate", `Bearer realm="gantry metrics"`)
+				g.refuse(c, *r)
+				return
+			}
 			c.Next()
 			return
 		}
@@ -143,6 +154,21 @@ func denial(rule Access, perm authz.Permission) string {
 		roles = "the role " + strings.Join(perm.Roles, ", ")
 	}
 	return fmt.Sprintf("you may not %s %s %s: you have %s; ask a team lead or an admin for access", rule.action, rule.object, where, roles)
+}
+
+// checkScrape refuses a scrape without the metrics token, when the server has one.
+// Digests are compared so that the comparison takes the same time whatever the length.
+func (g *gate) checkScrape(c *gin.Context) *refusal {
+	if g.metricsToken == nil {
+		return nil
+	}
+	sent, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(strings.TrimSpace(sent)))
+	if !ok || subtle.ConstantTimeCompare(sum[:], g.metricsToken) != 1 {
+		return &refusal{status: http.StatusUnauthorized, code: "unauthorized",
+			message: "this Gantry's metrics need its metrics token: scrape with Authorization: Bearer <token> (serve's --metrics-token)"}
+	}
+	return nil
 }
 
 // authenticate finds the caller: a Bearer token on /api, else the session cookie. A

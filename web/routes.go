@@ -21,8 +21,9 @@ func routes(h *handlers.Handler) []route {
 	return []route{
 		{"GET", "/healthz", Public(), h.Healthz},
 		{"GET", "/readyz", Public(), h.Readyz},
-		// Prometheus scrapes without signing in, as it does dcgm-exporter.
-		{"GET", "/metrics", Public(), h.Metrics},
+		// Prometheus scrapes without signing in, as it does dcgm-exporter, or with the
+		// metrics token where serve has one (--metrics-token).
+		{"GET", "/metrics", Scrape(), h.Metrics},
 		{"GET", "/", SignedIn(), h.HomeShow},
 
 		{"GET", "/login", Public(), h.LoginShow},

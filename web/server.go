@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net"
@@ -52,6 +53,9 @@ type Config struct {
 	// Telemetry reads GPU history, job metrics and hints for the job pages; nil: one
 	// over Store with the default retention.
 	Telemetry *telemetry.Service
+	// MetricsToken, when set, is what a scrape of /metrics must send as Authorization:
+	// Bearer; empty: /metrics is public.
+	MetricsToken string
 	// Governance is the leader's rules service, with its channels' senders; nil: one
 	// over Store that raises alerts on demand and leaves sending them to the leader.
 	Governance *governance.Service
@@ -115,6 +119,10 @@ func NewRouter(cfg Config) http.Handler {
 		SecureCookies: cfg.SecureCookies,
 	})
 	g := &gate{h: h, identity: id, authz: az, audit: al, store: cfg.Store, log: cfg.Log}
+	if cfg.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(cfg.MetricsToken))
+		g.metricsToken = sum[:]
+	}
 	for _, rt := range routes(h) {
 		r.Handle(rt.method, rt.path, g.check(rt.access), rt.handler)
 	}

@@ -178,6 +178,8 @@ func TestAdminCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"admin", "local-login", "--data-dir", dir, "maybe"}, "say on or off"},
 		{[]string{"serve", "--data-dir", dir, "--bcrypt-cost", "99"}, "--bcrypt-cost 99: want 4 to 31"},
 		{[]string{"serve", "--data-dir", dir, "--trusted-proxies", "the-lb"}, `--trusted-proxies "the-lb"`},
+		{[]string{"serve", "--data-dir", dir, "--metrics-token", "short"}, "--metrics-token: want at least 16 characters"},
+		{[]string{"serve", "--data-dir", dir, "--metrics-token", "sixteen chars or more"}, "without spaces"},
 		{[]string{"serve", "--data-dir", dir, "--oidc-issuer", "https://idp.example.com", "--oidc-client-id", "gantry"}, "needs --oidc-redirect-url or --public-url"},
 		{[]string{"serve", "--data-dir", dir, "--oidc-issuer", "idp", "--oidc-client-id", "g", "--public-url", "https://g.example.com"}, `--oidc-issuer "idp": want an http(s) URL`},
 	}

@@ -27,7 +27,12 @@ type authOpts struct {
 	sessionMax     time.Duration
 	oidc           identity.OIDCConfig
 	oidcScopes     []string
+	metricsToken   string
 }
+
+// minMetricsToken is the shortest metrics token serve accepts: a guessable one would
+// hand out the names of every job, project and team.
+const minMetricsToken = 16
 
 func (o *authOpts) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -43,6 +48,7 @@ func (o *authOpts) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&o.oidcScopes, "oidc-scopes", []string{"openid", "profile", "email"}, "scopes to ask for, e.g. openid,profile,email,groups")
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "groups", "ID token or userinfo claim that lists the user's groups")
 	f.StringVar(&o.oidc.UsernameClaim, "oidc-username-claim", "preferred_username", "claim that names the user (then the e-mail, then the subject)")
+	f.StringVar(&o.metricsToken, "metrics-token", "", "Bearer token a scrape of /metrics must send; empty: /metrics is public (prefer GANTRY_METRICS_TOKEN over the command line)")
 }
 
 // options checks the flags and returns identity's options and whether cookies must be Secure.
@@ -68,6 +74,9 @@ func (o *authOpts) options() (identity.Options, bool, error) {
 	}
 	if o.sessionIdle <= 0 || o.sessionMax <= 0 || o.sessionIdle > o.sessionMax {
 		return opts, false, usageError{fmt.Errorf("--session-idle %s and --session-lifetime %s: want positive durations, idle no longer than the lifetime", o.sessionIdle, o.sessionMax)}
+	}
+	if t := o.metricsToken; t != "" && (len(t) < minMetricsToken || strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f })) {
+		return opts, false, usageError{fmt.Errorf("--metrics-token: want at least %d characters without spaces or control characters, e.g. from: openssl rand -hex 32", minMetricsToken)}
 	}
 	opts = identity.Options{BcryptCost: o.bcryptCost, SessionIdle: o.sessionIdle, SessionAbsolute: o.sessionMax}
 	if o.oidc.Issuer == "" {

@@ -66,7 +66,7 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 			}
 			defer func() { stopDispatch(); plane.wait() }()
 			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch, Governance: plane.governance,
-				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure})
+				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure, MetricsToken: auth.metricsToken})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
