@@ -70,7 +70,7 @@ func (h *Handler) alertData(c *gin.Context) (templates.AlertData, *models.Alert,
 		return templates.AlertData{}, nil, false
 	}
 	if !v.sees(sub) {
-		notFound()
+		h.conceal(c, "alert "+c.Param("id")+" is about "+sub.label+", which the caller may not see", notFound)
 		return templates.AlertData{}, nil, false
 	}
 	d, err := h.describeAlert(ctx, *a, deliveries, sub)

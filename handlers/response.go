@@ -63,18 +63,34 @@ func (h *Handler) errorPage(c *gin.Context, status int, heading, message string)
 // handler does not (an alert of a team the user does not lead, say), and audits it as
 // access.denied, as the gate does its own refusals.
 func (h *Handler) deny(c *gin.Context, heading, message string) {
-	err := h.audit.Append(c.Request.Context(), audit.Entry{
-		Action: "access.denied", ObjectType: "route", ObjectID: c.Request.Method + " " + c.Request.URL.Path,
-		Detail: map[string]any{"status": http.StatusForbidden, "reason": message},
-	})
-	if err != nil {
-		h.log.Error("audit a refusal", slog.String("request_id", c.GetString(RequestIDKey)), slog.Any("err", err))
-	}
+	h.auditDenied(c, http.StatusForbidden, message)
 	if isAPI(c) {
 		jsonError(c, http.StatusForbidden, "forbidden", message, "")
 		return
 	}
 	h.errorPage(c, http.StatusForbidden, heading, message)
+}
+
+// conceal refuses a change to something that exists but that the caller may not see:
+// notFound answers it exactly as if it did not exist, so that nobody learns what others
+// have, and the refusal is audited as access.denied with the true reason, which only
+// admins and auditors read.
+func (h *Handler) conceal(c *gin.Context, reason string, notFound func()) {
+	if c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead {
+		h.auditDenied(c, http.StatusNotFound, reason)
+	}
+	notFound()
+}
+
+// auditDenied records a refusal of the request with the status it was answered with.
+func (h *Handler) auditDenied(c *gin.Context, status int, reason string) {
+	err := h.audit.Append(c.Request.Context(), audit.Entry{
+		Action: "access.denied", ObjectType: "route", ObjectID: c.Request.Method + " " + c.Request.URL.Path,
+		Detail: map[string]any{"status": status, "reason": reason},
+	})
+	if err != nil {
+		h.log.Error("audit a refusal", slog.String("request_id", c.GetString(RequestIDKey)), slog.Any("err", err))
+	}
 }
 
 // serverError logs err with the request id and answers without leaking details.

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
@@ -53,9 +54,13 @@ func (h *Handler) TokenRevoke(c *gin.Context) {
 		return
 	}
 	err = h.identity.RevokeToken(c.Request.Context(), principal(c).User, id)
+	notFound := func() { h.errorPage(c, http.StatusNotFound, "No such token", "You have no token "+c.Param("id")+".") }
 	switch {
+	case errors.Is(err, identity.ErrNotYours):
+		h.conceal(c, "API token "+c.Param("id")+" belongs to another user", notFound)
+		return
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such token", "You have no token "+c.Param("id")+".")
+		notFound()
 		return
 	case errors.Is(err, store.ErrStale):
 		h.errorPage(c, http.StatusConflict, "Already revoked", "That token was revoked already.")

@@ -171,6 +171,32 @@ func TestAlertsPages(t *testing.T) {
 		if res, _ := s.send(lena, "GET", "/alerts/"+ids["audio"], "", nil); res.StatusCode != http.StatusNotFound {
 			t.Errorf("lena opens audio's alert: %d, want 404", res.StatusCode)
 		}
+		// A change to an alert the user may not see is answered as for one that does not
+		// exist, and audited with the true reason; merely opening it is not audited.
+		if n := s.denials("GET /alerts/" + ids["audio"]); n != 0 {
+			t.Errorf("opening an alert one may not see audited %d refusals, want none", n)
+		}
+		hidden := "/alerts/" + ids["audio"] + "/acknowledge"
+		status, _, hiddenBody := s.post(lena, "/alerts", hidden, url.Values{})
+		_, _, missingBody := s.post(lena, "/alerts", "/alerts/999999/acknowledge", url.Values{})
+		if status != http.StatusNotFound || strings.ReplaceAll(hiddenBody, "alert "+ids["audio"]+" ", "alert N ") != strings.ReplaceAll(missingBody, "alert 999999 ", "alert N ") {
+			t.Errorf("lena acknowledges audio's alert: %d, want 404 worded as for an alert that does not exist", status)
+		}
+		if n := s.denials("POST " + hidden); n != 1 {
+			t.Errorf("acknowledging an alert one may not see audited %d refusals, want 1", n)
+		}
+		if n := s.denials("POST /alerts/999999/acknowledge"); n != 0 {
+			t.Errorf("acknowledging an alert that does not exist audited %d refusals, want none", n)
+		}
+		denied, err := st.AuditEventsBefore(ctx, store.AuditFilter{Action: "access.denied"}, 0, 10)
+		must(t, err)
+		if len(denied) == 0 || denied[0].ObjectID != "POST "+hidden || denied[0].Actor != "lena" ||
+			!strings.Contains(denied[0].Detail, `"status":404`) || !strings.Contains(denied[0].Detail, "about team audio, which the caller may not see") {
+			t.Errorf("the refusal was audited as %+v", denied)
+		}
+		if a, _, err := gov.AlertByID(ctx, mustID(t, ids["audio"])); err != nil || a.AckedAt != nil {
+			t.Errorf("audio's alert after lena's refused acknowledgement: %+v, %v", a, err)
+		}
 		if status, _, _ := s.post(ada, "/alerts/"+ids["vision"], "/alerts/"+ids["vision"]+"/acknowledge", url.Values{}); status != http.StatusForbidden {
 			t.Errorf("a member acknowledges: %d, want 403", status)
 		}
@@ -217,4 +243,13 @@ func TestAlertsPages(t *testing.T) {
 			t.Errorf("audited %q", got)
 		}
 	})
+}
+
+func mustID(t *testing.T, s string) int64 {
+	t.Helper()
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

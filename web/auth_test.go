@@ -318,7 +318,21 @@ func TestTokensPageAndBearerAPI(t *testing.T) {
 		if len(tokens) != 1 {
 			t.Fatalf("refused forms created tokens: %d", len(tokens))
 		}
-		res, _ = s.send(c, "POST", fmt.Sprintf("/tokens/%d/revoke", tokens[0].ID), url.Values{"csrf_token": {token}}.Encode(), nil)
+		// Another user revoking it is told there is no such token, and the refusal is audited.
+		mallory, _ := s.member("mallory")
+		revoke := fmt.Sprintf("/tokens/%d/revoke", tokens[0].ID)
+		status, _, body := s.post(mallory, "/tokens", revoke, url.Values{})
+		_, _, missing := s.post(mallory, "/tokens", "/tokens/999999/revoke", url.Values{})
+		if status != http.StatusNotFound || strings.ReplaceAll(body, fmt.Sprintf("no token %d.", tokens[0].ID), "no token N.") != strings.ReplaceAll(missing, "no token 999999.", "no token N.") {
+			t.Fatalf("another user revokes the token = %d, want 404 worded as for a token that does not exist", status)
+		}
+		if s.denials("POST "+revoke) != 1 || s.denials("POST /tokens/999999/revoke") != 0 {
+			t.Errorf("refusals audited: %d of another's token (want 1), %d of none (want 0)", s.denials("POST "+revoke), s.denials("POST /tokens/999999/revoke"))
+		}
+		if res, _ := s.send(api, "GET", "/api/v1/me", "", bearer); res.StatusCode != http.StatusOK {
+			t.Fatalf("the token after another user's refused revoke = %d, want still valid", res.StatusCode)
+		}
+		res, _ = s.send(c, "POST", revoke, url.Values{"csrf_token": {token}}.Encode(), nil)
 		if res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("revoke = %d", res.StatusCode)
 		}

@@ -80,6 +80,9 @@ var (
 	ErrDisabled = errors.New("this account is disabled; ask a Gantry admin")
 	// ErrLocalLoginOff: an admin turned password login off in favour of single sign-on.
 	ErrLocalLoginOff = errors.New("password login is turned off: sign in with single sign-on")
+	// ErrNotYours: the thing exists but belongs to another user; it is also
+	// store.ErrNotFound, which is what the caller must be told.
+	ErrNotYours = errors.New("it belongs to another user")
 )
 
 // RateLimitError refuses a login after too many recent failures.

@@ -122,7 +122,7 @@ func (s *Service) Tokens(ctx context.Context, u *models.User) ([]TokenInfo, erro
 func (s *Service) RevokeToken(ctx context.Context, u *models.User, id int64) error {
 	t, err := s.store.APITokenByID(ctx, id)
 	if err == nil && t.UserID != u.ID {
-		err = fmt.Errorf("API token %d: %w", id, store.ErrNotFound)
+		err = fmt.Errorf("API token %d: %w: %w", id, ErrNotYours, store.ErrNotFound)
 	}
 	if err != nil {
 		return err
