@@ -21,9 +21,11 @@ var Sorts = []string{"-submitted_at", "submitted_at", "name", "-name", "-gpus", 
 // DefaultSort is the order of a list that names none: newest first.
 const DefaultSort = "-submitted_at"
 
-// Page sizes of the jobs list.
+// Page sizes of the jobs list: the portal's page (Brief) shows a screenful, which
+// costs half the rows and the rendering of the API's default.
 const (
 	DefaultLimit = 50
+	PageLimit    = 25
 	MaxLimit     = 200
 )
 
@@ -61,7 +63,7 @@ type ListQuery struct {
 	Cursor string
 	Limit  string
 	// Brief reads only what the portal's list shows of a job: ID, name, project, user,
-	// image, GPUs, state and submission time.
+	// image, GPUs, state and submission time; and PageLimit jobs unless Limit says.
 	Brief bool
 }
 
@@ -110,7 +112,7 @@ func (s *Service) filter(ctx context.Context, scope Scope, q ListQuery) (store.J
 	f.Sort, f.Ascending = strings.TrimPrefix(q.Sort, "-"), !strings.HasPrefix(q.Sort, "-")
 	f.Limit, f.Columns = DefaultLimit, listColumns
 	if q.Brief {
-		f.Columns = briefColumns
+		f.Limit, f.Columns = PageLimit, briefColumns
 	}
 	if q.Limit != "" {
 		n, err := strconv.Atoi(q.Limit)
