@@ -3,6 +3,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -34,13 +35,19 @@ func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
 	return p
 }
 
-// render writes a templ component with the request's context.
+// render writes a templ component with the request's context. The page is drawn in
+// full before anything is sent: one write with its length rather than a chunk per few
+// KiB, and a component that fails answers 500 instead of half a page.
 func render(c *gin.Context, status int, comp templ.Component) {
-	c.Status(status)
-	c.Header("Content-Type", "text/html; charset=utf-8")
-	if err := comp.Render(c.Request.Context(), c.Writer); err != nil {
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	if err := comp.Render(c.Request.Context(), buf); err != nil {
 		c.Error(err)
+		c.String(http.StatusInternalServerError, "This page could not be drawn. Reload it; if that fails again, tell the platform team.")
+		return
 	}
+	c.Header("Content-Length", strconv.Itoa(buf.Len()))
+	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
 // jsonError answers an API request with a consistent error body.
