@@ -36,8 +36,9 @@ var listColumns = []string{"id", "name", "project_id", "user_id", "image_id", "i
 	"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code", "submitted_at",
 	"started_at", "finished_at"}
 
-// briefColumns are what the portal's jobs list shows: half as many columns read.
-var briefColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli",
+// briefColumns are what the portal's jobs list shows (its project and user by the
+// names read with them): less than half as many columns read.
+var briefColumns = []string{"id", "name", "image_id", "image_ref", "gpus", "gpu_milli",
 	"gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
 
 // Scope is where a caller may list jobs: every project (admins and auditors), or

@@ -127,20 +127,22 @@ func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	defer rows.Close()
+	// Rows are scanned in place: a job is large, and copying and regrowing them was a
+	// tenth of a page's CPU.
+	out = make([]ListedJob, 0, f.Limit)
+	dest := make([]any, len(f.Columns)+2)
 	for rows.Next() {
-		var j ListedJob
-		dest := make([]any, 0, len(f.Columns)+2)
-		for _, c := range f.Columns {
-			p := jobField(&j.Job, c)
-			if p == nil {
+		out = append(out, ListedJob{})
+		j := &out[len(out)-1]
+		for i, c := range f.Columns {
+			if dest[i] = jobField(&j.Job, c); dest[i] == nil {
 				return nil, fmt.Errorf("list jobs: no field for column %q", c)
 			}
-			dest = append(dest, p)
 		}
-		if err := rows.Scan(append(dest, &j.ProjectName, &j.Username)...); err != nil {
+		dest[len(f.Columns)], dest[len(f.Columns)+1] = &j.ProjectName, &j.Username
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list jobs: %w", err)
 		}
-		out = append(out, j)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
