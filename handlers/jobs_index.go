@@ -37,9 +37,13 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	if d.Projects, err = h.projectNames(c, scope); err != nil {
-		h.serverError(c, err)
-		return
+	// A filter change replaces the results only: the form keeps its project names.
+	fragment := c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true"
+	if !fragment {
+		if d.Projects, err = h.projectNames(c, scope); err != nil {
+			h.serverError(c, err)
+			return
+		}
 	}
 	d.NoProjects = !scope.All && len(scope.ProjectIDs) == 0
 	status := http.StatusOK
@@ -52,17 +56,19 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	for _, j := range page.Jobs {
-		d.Jobs = append(d.Jobs, templates.JobRow{
+	d.Jobs = make([]templates.JobRow, len(page.Jobs))
+	for i := range page.Jobs {
+		j := &page.Jobs[i]
+		d.Jobs[i] = templates.JobRow{
 			ID: j.ID, Name: j.Name, Project: j.ProjectName, User: j.Username,
-			State: j.State, StateReason: j.StateReason, Image: imageLabel(j.Job), GPUs: gpuLabel(j.Job),
+			State: j.State, StateReason: j.StateReason, Image: imageLabel(&j.Job), GPUs: gpuLabel(&j.Job),
 			Submitted: j.SubmittedAt.UTC().Format("2006-01-02 15:04"),
-		})
+		}
 	}
 	d.Next = page.NextCursor
 	// The fragment and the page live at one URL: caches must keep them apart.
 	c.Header("Vary", "HX-Request")
-	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
+	if fragment {
 		render(c, status, templates.JobResults(d))
 		return
 	}
@@ -82,7 +88,7 @@ func (h *Handler) projectNames(c *gin.Context, scope jobs.Scope) ([]string, erro
 }
 
 // gpuLabel says what a job asks of GPUs: a count, a share of one, or a MIG slice.
-func gpuLabel(j models.Job) string {
+func gpuLabel(j *models.Job) string {
 	switch {
 	case j.MIGProfile != "":
 		return "MIG " + j.MIGProfile
@@ -99,7 +105,7 @@ func gpuLabel(j models.Job) string {
 }
 
 // imageLabel is the job's image reference; jobs on their project's default have none.
-func imageLabel(j models.Job) string {
+func imageLabel(j *models.Job) string {
 	switch {
 	case j.ImageRef != "":
 		return j.ImageRef
