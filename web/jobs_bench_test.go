@@ -86,6 +86,7 @@ type benchWorld struct {
 	csrf    string
 	token   string // admin's API token
 	member  string // API token of a member of one project
+	members string // API token of a member of three projects
 	deep    string // cursor 20,000 jobs into the list
 }
 
@@ -104,6 +105,7 @@ func (w *benchWorld) targets() []benchTarget {
 		{"api-jobs", "/api/v1/jobs", admin},
 		{"api-jobs-deep-page", "/api/v1/jobs?cursor=" + w.deep, admin},
 		{"api-jobs-member", "/api/v1/jobs?state=running,queued", map[string]string{"Authorization": "Bearer " + w.member}},
+		{"api-jobs-member-projects", "/api/v1/jobs?sort=name", map[string]string{"Authorization": "Bearer " + w.members}},
 	}
 }
 
@@ -151,6 +153,19 @@ func newBenchWorld(b *testing.B, st *store.Store, cfg store.Config) *benchWorld 
 	if err := az.SetProjectRole(ctx, member, p7, models.RoleMember); err != nil {
 		b.Fatal(err)
 	}
+	members, err := st.UserByID(ctx, users[8])
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, i := range []int{3, 11, 16} {
+		p, err := st.ProjectByID(ctx, projects[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := az.SetProjectRole(ctx, members, p, models.RoleMember); err != nil {
+			b.Fatal(err)
+		}
+	}
 	start := time.Now()
 	db, err := storetest.SQL(cfg)
 	if err != nil {
@@ -173,6 +188,9 @@ func newBenchWorld(b *testing.B, st *store.Store, cfg store.Config) *benchWorld 
 		b.Fatal(err)
 	}
 	if w.member, _, err = id.CreateToken(ctx, member, "bench", identity.ScopeRead, 24*time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	if w.members, _, err = id.CreateToken(ctx, members, "bench", identity.ScopeRead, 24*time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	cursor := ""
