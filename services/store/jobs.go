@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -216,6 +218,9 @@ func jobField(j *models.Job, col string) any {
 }
 
 func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+	if len(f.ProjectIDs) > 1 {
+		return projectsUnion(db, f, listedJobsQuery, "project_name", "username")
+	}
 	cols := []string{"jobs.*"}
 	if len(f.Columns) > 0 {
 		cols = cols[:0]
@@ -235,6 +240,9 @@ func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 // jobsQuery builds the query of f on db. Columns are qualified: ListedJobs joins
 // projects and users, which have names and ids of their own.
 func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+	if len(f.ProjectIDs) > 1 {
+		return projectsUnion(db, f, jobsQuery)
+	}
 	q := db.Model(&models.Job{})
 	if len(f.Columns) > 0 {
 		cols := make([]string, len(f.Columns))
@@ -245,8 +253,6 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	}
 	if len(f.ProjectIDs) == 1 {
 		q = q.Where("jobs.project_id = ?", f.ProjectIDs[0])
-	} else if len(f.ProjectIDs) > 1 {
-		q = q.Where("jobs.project_id IN ?", f.ProjectIDs)
 	}
 	if f.UserID != 0 {
 		q = q.Where("jobs.user_id = ?", f.UserID)
@@ -295,6 +301,55 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 		q = q.Where("(jobs."+f.Sort+", jobs.id) "+cmp+" (?, ?)", key, f.After.ID)
 	}
 	return q.Order("jobs." + f.Sort + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
+}
+
+// projectsUnion is the query of f over several projects: a UNION ALL of the query of
+// each project alone, which reads its page from that project's index in sort order,
+// merged and cut to one page. No index orders "project_id IN (…)" by the sort: the
+// database would walk the sort's index skipping other projects' jobs, or read every
+// job of the projects and sort them. one builds a branch; more are the columns it
+// adds to f.Columns.
+func projectsUnion(db *gorm.DB, f JobFilter, one func(*gorm.DB, JobFilter) (*gorm.DB, error), more ...string) (*gorm.DB, error) {
+	key := f.Sort
+	if key == JobsByID {
+		key = "id"
+	}
+	outer := []string{"jobs.*"}
+	branch := f
+	if len(f.Columns) > 0 {
+		outer = outer[:0]
+		for _, c := range append(slices.Clone(f.Columns), more...) {
+			outer = append(outer, "jobs."+c)
+		}
+		// The merge orders by the key, which the branches must read even where the
+		// caller's columns leave it out.
+		branch.Columns = slices.Clone(f.Columns)
+		for _, c := range []string{key, "id"} {
+			if !slices.Contains(branch.Columns, c) {
+				branch.Columns = append(branch.Columns, c)
+			}
+		}
+	}
+	parts := make([]string, len(f.ProjectIDs))
+	subs := make([]any, len(f.ProjectIDs))
+	for i, id := range f.ProjectIDs {
+		branch.ProjectIDs = []int64{id}
+		q, err := one(db, branch)
+		if err != nil {
+			return nil, err
+		}
+		parts[i], subs[i] = fmt.Sprintf("SELECT * FROM (?) AS p%d", i), q
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	dir := "DESC"
+	if f.Ascending {
+		dir = "ASC"
+	}
+	union := gorm.Expr(strings.Join(parts, " UNION ALL "), subs...)
+	return db.Table("(?) AS jobs", union).Select(outer).Order("jobs." + key + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
 }
 
 // sortKey returns the value of k's sort column, and whether sort is a sort column.
