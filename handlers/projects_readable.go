@@ -10,26 +10,21 @@ import (
 	"github.com/gantry-gpu/gantry/services/jobs"
 )
 
-// projectsReading lists the projects where a role of the user lets them read obj.
-func (h *Handler) projectsReading(ctx context.Context, userID int64, obj authz.Object) ([]models.Project, error) {
+// projectIDsReading lists the projects where a role of the user lets them read obj.
+func (h *Handler) projectIDsReading(ctx context.Context, userID int64, obj authz.Object) ([]int64, error) {
 	ms, err := h.store.MembershipsOfUser(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	var out []models.Project
+	out := []int64{}
 	for _, m := range ms {
 		perm, err := h.authz.InProject(ctx, userID, m.ProjectID)
 		if err != nil {
 			return nil, err
 		}
-		if !perm.CanRead(obj) {
-			continue
+		if perm.CanRead(obj) {
+			out = append(out, m.ProjectID)
 		}
-		p, err := h.store.ProjectByID(ctx, m.ProjectID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *p)
 	}
 	return out, nil
 }
@@ -40,13 +35,10 @@ func (h *Handler) jobScope(c *gin.Context, user *models.User) (jobs.Scope, error
 	if permission(c).CanRead(authz.Jobs) {
 		return jobs.Scope{All: true}, nil
 	}
-	ps, err := h.projectsReading(c.Request.Context(), user.ID, authz.Jobs)
+	ids, err := h.projectIDsReading(c.Request.Context(), user.ID, authz.Jobs)
 	if err != nil {
 		return jobs.Scope{}, err
 	}
-	scope := jobs.Scope{ProjectIDs: []int64{}}
-	for _, p := range ps {
-		scope.ProjectIDs = append(scope.ProjectIDs, p.ID)
-	}
+	scope := jobs.Scope{ProjectIDs: ids}
 	return scope, nil
 }
