@@ -57,7 +57,9 @@ type site struct {
 	password string // the admin's
 }
 
-func newSite(t *testing.T, st *store.Store, tls bool) *site {
+// newSite starts the site; each configure may change its config, knowing the URL the
+// server will answer at (its listener is open before the router is built).
+func newSite(t *testing.T, st *store.Store, tls bool, configure ...func(cfg *web.Config, url string)) *site {
 	t.Helper()
 	s := &site{t: t, st: st, clock: &testClock{t: time.Now().UTC()}}
 	opts := identity.Options{BcryptCost: bcrypt.MinCost}
@@ -68,11 +70,20 @@ func newSite(t *testing.T, st *store.Store, tls bool) *site {
 	if s.password, err = s.id.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h := web.NewRouter(web.Config{Store: st, Version: "v0.0.0-test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: opts, Now: s.clock.now})
+	s.srv = httptest.NewUnstartedServer(nil)
+	base := "http://" + s.srv.Listener.Addr().String()
 	if tls {
-		s.srv = httptest.NewTLSServer(h)
+		base = "https://" + s.srv.Listener.Addr().String()
+	}
+	cfg := web.Config{Store: st, Version: "v0.0.0-test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: opts, Now: s.clock.now}
+	for _, f := range configure {
+		f(&cfg, base)
+	}
+	s.srv.Config.Handler = web.NewRouter(cfg)
+	if tls {
+		s.srv.StartTLS()
 	} else {
-		s.srv = httptest.NewServer(h)
+		s.srv.Start()
 	}
 	t.Cleanup(s.srv.Close)
 	return s
