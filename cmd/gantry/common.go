@@ -16,16 +16,30 @@ import (
 type dbOpts struct {
 	dataDir     string
 	databaseURL string
+	maxConns    int
 }
 
 func (o *dbOpts) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.dataDir, "data-dir", "./gantry-data", "directory of the embedded SQLite database and local state")
 	cmd.Flags().StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DB); empty uses SQLite in --data-dir")
+	cmd.Flags().IntVar(&o.maxConns, "database-max-conns", store.DefaultMaxConns, "most PostgreSQL connections this process holds; keep replicas × this under the server's max_connections")
+}
+
+// config is the store configuration the flags name.
+func (o *dbOpts) config() (store.Config, error) {
+	if o.maxConns < 1 {
+		return store.Config{}, usageError{fmt.Errorf("--database-max-conns %d: want 1 or more", o.maxConns)}
+	}
+	return store.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, MaxConns: o.maxConns}, nil
 }
 
 // openStore opens and migrates the database named by the flags.
 func (o *dbOpts) openStore(ctx context.Context, log *slog.Logger) (*store.Store, error) {
-	st, err := store.Open(ctx, store.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL})
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

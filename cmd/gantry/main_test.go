@@ -140,6 +140,7 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		{"stray argument", nil, []string{"migrate", "now"}, 2, `unexpected argument "now"`},
 		{"malformed database url", nil, []string{"migrate", "--database-url", "mysql://root@db/x"}, 1, "invalid --database-url"},
 		{"unreachable postgres", nil, []string{"migrate", "--database-url", "postgres://u:s3cret@127.0.0.1:1/gantry"}, 1, "connect to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/gantry"},
+		{"no database connections", nil, []string{"migrate", "--data-dir", t.TempDir(), "--database-max-conns", "0"}, 2, "--database-max-conns 0: want 1 or more"},
 		{"unwritable data dir", nil, []string{"migrate", "--data-dir", filepath.Join(file, "sub")}, 1, "cannot be created: not a directory"},
 		{"port in use", nil, []string{"serve", "--data-dir", t.TempDir(), "--addr", busy.Addr().String()}, 1, "address already in use"},
 		{"bad log format", nil, []string{"migrate", "--data-dir", t.TempDir(), "--log-format", "xml"}, 2, `--log-format "xml": want text or json`},

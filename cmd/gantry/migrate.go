@@ -18,7 +18,11 @@ func newMigrateCmd(g *globalOpts) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := store.Open(ctx, store.Config{DataDir: db.dataDir, DatabaseURL: db.databaseURL})
+			cfg, err := db.config()
+			if err != nil {
+				return err
+			}
+			st, err := store.Open(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ func (s *Store) AllocationsOfJob(ctx context.Context, jobID int64) ([]models.All
 // ActiveAllocations returns the allocations that are not ended, on one node when
 // nodeID is non-zero, by id. They hold their node's resources.
 func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.Allocation, error) {
-	q := s.with(ctx).Where("state <> ?", models.AllocEnded)
+	q := s.read(ctx).Where("state <> ?", models.AllocEnded)
 	if nodeID != 0 {
 		q = q.Where("node_id = ?", nodeID)
 	}

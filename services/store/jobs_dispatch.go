@@ -24,7 +24,7 @@ func (s *Store) JobsByIDs(ctx context.Context, ids []int64) ([]models.Job, error
 		return nil, nil
 	}
 	var out []models.Job
-	if err := s.with(ctx).Where("id IN ?", ids).Order("id").Find(&out).Error; err != nil {
+	if err := s.read(ctx).Where("id IN ?", ids).Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("jobs by id: %w", err)
 	}
 	return out, nil

@@ -29,7 +29,7 @@ func (s *Store) NodeByCredentialHash(ctx context.Context, hash string) (*models.
 	if hash == "" {
 		return nil, fmt.Errorf("node by credential: %w", ErrNotFound)
 	}
-	if err := translate(s.with(ctx).Where("credential_hash = ?", hash).First(&n).Error); err != nil {
+	if err := translate(s.read(ctx).Where("credential_hash = ?", hash).First(&n).Error); err != nil {
 		return nil, fmt.Errorf("node by credential: %w", err)
 	}
 	return &n, nil

@@ -22,12 +22,29 @@ import (
 type Config struct {
 	DataDir     string
 	DatabaseURL string
+	// MaxConns bounds the PostgreSQL connections this process holds (default
+	// DefaultMaxConns): without a bound, a burst of agents would open one each and
+	// run into the server's max_connections. SQLite ignores it.
+	MaxConns int
 }
+
+// DefaultMaxConns is the PostgreSQL pool size when Config.MaxConns is 0.
+const DefaultMaxConns = 20
+
+// sqliteReaders is how many read-only connections a SQLite store opens beside its writer.
+const sqliteReaders = 4
 
 // Store wraps the database handle. It is safe for concurrent use.
 type Store struct {
-	db      *gorm.DB
+	db *gorm.DB
+	// reads serves getters that need no transaction of their own. On SQLite it is a
+	// pool of read-only connections beside the one writer: in WAL mode readers never
+	// wait for the writer, so a long scan (a roll-up, a chart, a page) holds up no
+	// heartbeat, and a write waits only for other writes. On PostgreSQL it is db;
+	// inside InTx, the transaction.
+	reads   *gorm.DB
 	dialect string
+	inTx    bool
 }
 
 // SQLiteFile is the database file inside the data directory.
@@ -49,7 +66,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
-		s := &Store{db: db, dialect: migrations.Postgres}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
+		}
+		conns := cfg.MaxConns
+		if conns <= 0 {
+			conns = DefaultMaxConns
+		}
+		sqlDB.SetMaxOpenConns(conns)
+		sqlDB.SetMaxIdleConns(conns)
+		s := &Store{db: db, reads: db, dialect: migrations.Postgres}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
@@ -75,7 +102,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// One connection: SQLite has one writer, and a single connection never meets SQLITE_BUSY
 	// on a read-to-write upgrade inside a transaction.
 	sqlDB.SetMaxOpenConns(1)
-	return &Store{db: db, dialect: migrations.SQLite}, nil
+	reads, err := gorm.Open(sqlite.Open("file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)"), gcfg)
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open SQLite database %s for reading: %w", path, err)
+	}
+	readDB, err := reads.DB()
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open SQLite database %s for reading: %w", path, err)
+	}
+	readDB.SetMaxOpenConns(sqliteReaders)
+	readDB.SetMaxIdleConns(sqliteReaders)
+	return &Store{db: db, reads: reads, dialect: migrations.SQLite}, nil
 }
 
 // postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server fails fast.
@@ -157,18 +196,40 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close releases the database connections.
 func (s *Store) Close() error {
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		return err
+	pools := []*gorm.DB{s.db}
+	if s.reads != s.db {
+		pools = append(pools, s.reads)
 	}
-	return sqlDB.Close()
+	var errs []error
+	for _, db := range pools {
+		sqlDB, err := db.DB()
+		if err == nil {
+			err = sqlDB.Close()
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // InTx runs fn in one transaction on a Store bound to it; an error from fn rolls back.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, dialect: s.dialect})
+		return fn(&Store{db: tx, reads: tx, dialect: s.dialect, inTx: true})
 	})
 }
 
+// atomically runs fn in a transaction: the caller's, when s is bound to one (so a
+// write that is part of a larger one costs no savepoint), else a new one. fn must
+// return its errors rather than recover from them.
+func (s *Store) atomically(ctx context.Context, fn func(tx *Store) error) error {
+	if s.inTx {
+		return fn(s)
+	}
+	return s.InTx(ctx, fn)
+}
+
+// with is the handle for writes, and for reads that must see the writer's view.
 func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// read is the handle for getters: see Store.reads.
+func (s *Store) read(ctx context.Context) *gorm.DB { return s.reads.WithContext(ctx) }

@@ -49,41 +49,25 @@ func telemetryTargets(t *models.TelemetrySample) []any {
 	}
 }
 
-// telemetryRowsPerInsert keeps one INSERT under SQLite's 32,766 bound parameters.
-const telemetryRowsPerInsert = 500
-
-// InsertTelemetry writes samples with multi-row INSERTs in one transaction. It does not
-// read back ids: telemetry rows are only ever read by time range.
+// InsertTelemetry writes samples in one transaction (the caller's, when s is bound
+// to one). It does not read back ids: telemetry rows are only ever read by time range.
 func (s *Store) InsertTelemetry(ctx context.Context, samples []models.TelemetrySample) error {
 	if len(samples) == 0 {
 		return nil
 	}
-	row := "(" + strings.TrimSuffix(strings.Repeat("?,", len(telemetryColumns)), ",") + ")"
-	head := "INSERT INTO telemetry_samples (" + strings.Join(telemetryColumns, ", ") + ") VALUES "
-	err := s.InTx(ctx, func(tx *Store) error {
-		for start := 0; start < len(samples); start += telemetryRowsPerInsert {
-			chunk := samples[start:min(start+telemetryRowsPerInsert, len(samples))]
-			var b strings.Builder
-			b.WriteString(head)
-			args := make([]any, 0, len(chunk)*len(telemetryColumns))
-			for i := range chunk {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(row)
-				args = append(args, telemetryValues(&chunk[i])...)
-			}
-			if err := translate(tx.with(ctx).Exec(b.String(), args...).Error); err != nil {
-				return err
-			}
-		}
-		return nil
+	err := s.atomically(ctx, func(tx *Store) error {
+		return tx.insertRows(ctx, "telemetry_samples", telemetryColumns, len(samples), func(i int) []any { return telemetryValues(&samples[i]) })
 	})
 	if err != nil {
 		return fmt.Errorf("insert %d telemetry samples: %w", len(samples), err)
 	}
 	return nil
 }
+
+// telemetryDeleteBatch bounds the rows one DELETE of DeleteTelemetryBefore removes,
+// so that pruning a fleet's history holds SQLite's write lock for short spells that
+// heartbeats can slip between.
+const telemetryDeleteBatch = 1000
 
 // FirstTelemetryAt returns the time of the earliest sample of a resolution at or
 // after from; ok is false when there is none.
@@ -100,7 +84,7 @@ func (s *Store) LastTelemetryAt(ctx context.Context, resolution string) (at time
 // edgeTelemetry reads one end of the (resolution, at) index. It orders rather than
 // using MIN/MAX because SQLite returns an aggregate of a timestamp as text.
 func (s *Store) edgeTelemetry(ctx context.Context, resolution string, from time.Time, order string) (time.Time, bool, error) {
-	q := s.with(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", resolution)
+	q := s.read(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", resolution)
 	if !from.IsZero() {
 		q = q.Where("at >= ?", from.UTC())
 	}
@@ -117,7 +101,7 @@ func (s *Store) edgeTelemetry(ctx context.Context, resolution string, from time.
 // EachTelemetry calls fn for every sample of a resolution with from <= at < to, in no
 // particular order, streaming rather than loading them all. fn must not keep the pointer.
 func (s *Store) EachTelemetry(ctx context.Context, resolution string, from, to time.Time, fn func(*models.TelemetrySample) error) error {
-	rows, err := s.with(ctx).Model(&models.TelemetrySample{}).Select(telemetryColumns).
+	rows, err := s.read(ctx).Model(&models.TelemetrySample{}).Select(telemetryColumns).
 		Where("resolution = ? AND at >= ? AND at < ?", resolution, from.UTC(), to.UTC()).Rows()
 	if err != nil {
 		return fmt.Errorf("read %s telemetry from %s to %s: %w", resolution, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), err)
@@ -141,14 +125,31 @@ func (s *Store) EachTelemetry(ctx context.Context, resolution string, from, to t
 	return nil
 }
 
-// DeleteTelemetryBefore deletes the samples of a resolution older than before and
-// returns how many it deleted.
+// DeleteTelemetryBefore deletes the samples of a resolution older than before, a
+// batch per statement, and returns how many it deleted.
 func (s *Store) DeleteTelemetryBefore(ctx context.Context, resolution string, before time.Time) (int64, error) {
-	res := s.with(ctx).Where("resolution = ? AND at < ?", resolution, before.UTC()).Delete(&models.TelemetrySample{})
-	if res.Error != nil {
-		return 0, fmt.Errorf("delete %s telemetry before %s: %w", resolution, before.UTC().Format(time.RFC3339), res.Error)
+	var total int64
+	for {
+		res := s.with(ctx).Exec(`DELETE FROM telemetry_samples WHERE id IN (
+	SELECT id FROM telemetry_samples WHERE resolution = ? AND at < ? LIMIT ?)`, resolution, before.UTC(), telemetryDeleteBatch)
+		if res.Error != nil {
+			return total, fmt.Errorf("delete %s telemetry before %s: %w", resolution, before.UTC().Format(time.RFC3339), res.Error)
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < telemetryDeleteBatch {
+			return total, nil
+		}
 	}
-	return res.RowsAffected, nil
+}
+
+// DeleteTelemetryAt deletes the samples of a resolution stamped exactly at: the rows
+// of one roll-up window.
+func (s *Store) DeleteTelemetryAt(ctx context.Context, resolution string, at time.Time) error {
+	err := s.with(ctx).Where("resolution = ? AND at = ?", resolution, at.UTC()).Delete(&models.TelemetrySample{}).Error
+	if err != nil {
+		return fmt.Errorf("delete %s telemetry at %s: %w", resolution, at.UTC().Format(time.RFC3339), err)
+	}
+	return nil
 }
 
 // TelemetryFilter selects a history: one device or one job (or both), one resolution,
@@ -166,7 +167,7 @@ func (s *Store) Telemetry(ctx context.Context, f TelemetryFilter) ([]models.Tele
 	if f.DeviceUUID == "" && f.JobID == 0 {
 		return nil, errors.New("telemetry history: name a device or a job")
 	}
-	q := s.with(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", f.Resolution)
+	q := s.read(ctx).Model(&models.TelemetrySample{}).Where("resolution = ?", f.Resolution)
 	if f.DeviceUUID != "" {
 		q = q.Where("device_uuid = ?", f.DeviceUUID)
 	}
@@ -235,7 +236,7 @@ LEFT JOIN jobs j ON j.id = t.job_id
 LEFT JOIN projects p ON p.id = j.project_id
 LEFT JOIN teams tm ON tm.id = p.team_id
 ORDER BY n.name, t.device_uuid`
-	rows, err := s.with(ctx).Raw(query, models.ResolutionRaw, since.UTC()).Rows()
+	rows, err := s.read(ctx).Raw(query, models.ResolutionRaw, since.UTC()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("latest GPU readings since %s: %w", since.UTC().Format(time.RFC3339), err)
 	}
@@ -272,7 +273,7 @@ func (s *Store) GPUSpecsByUUID(ctx context.Context, uuids []string) (map[string]
 		return out, nil
 	}
 	var devices []models.GPUDevice
-	if err := s.with(ctx).Where("uuid IN ?", uuids).Find(&devices).Error; err != nil {
+	if err := s.read(ctx).Where("uuid IN ?", uuids).Find(&devices).Error; err != nil {
 		return nil, fmt.Errorf("GPUs by UUID: %w", err)
 	}
 	for _, d := range devices {
@@ -283,7 +284,7 @@ func (s *Store) GPUSpecsByUUID(ctx context.Context, uuids []string) (map[string]
 		Model     string
 		MemoryMiB int64 `gorm:"column:memory_mib"`
 	}
-	err := s.with(ctx).Table("gpu_slices sl").Select("sl.uuid, d.model, sl.memory_mib").
+	err := s.read(ctx).Table("gpu_slices sl").Select("sl.uuid, d.model, sl.memory_mib").
 		Joins("JOIN gpu_devices d ON d.id = sl.device_id").Where("sl.uuid IN ?", uuids).Scan(&slices).Error
 	if err != nil {
 		return nil, fmt.Errorf("MIG instances by UUID: %w", err)
@@ -306,7 +307,7 @@ type DevicePeak struct {
 // utilisation mean of one sample at resolution (1-minute means for ResolutionMinute).
 func (s *Store) JobGPUPeaks(ctx context.Context, jobID int64, resolution string) ([]DevicePeak, error) {
 	var out []DevicePeak
-	err := s.with(ctx).Model(&models.TelemetrySample{}).
+	err := s.read(ctx).Model(&models.TelemetrySample{}).
 		Select("device_uuid, MAX(mem_max_mib) AS peak_mem_mib, MAX(CASE WHEN reported & ? <> 0 THEN util_pct END) AS peak_util_pct", models.ReportedUtil).
 		Where("job_id = ? AND resolution = ?", jobID, resolution).
 		Group("device_uuid").Order("device_uuid").Scan(&out).Error
@@ -327,7 +328,7 @@ type GPUMinutes struct {
 // from <= at < to, idle when utilisation stayed below idleBelowPct.
 func (s *Store) ProjectGPUMinutes(ctx context.Context, projectID int64, from, to time.Time, idleBelowPct float64) (GPUMinutes, error) {
 	var m GPUMinutes
-	err := s.with(ctx).Table("telemetry_samples t").
+	err := s.read(ctx).Table("telemetry_samples t").
 		Select("COUNT(*), COALESCE(SUM(CASE WHEN t.util_max_pct < ? THEN 1 ELSE 0 END), 0)", idleBelowPct).
 		Joins("JOIN jobs j ON j.id = t.job_id").
 		Where("j.project_id = ? AND t.resolution = ? AND t.at >= ? AND t.at < ? AND t.reported & ? <> 0",
