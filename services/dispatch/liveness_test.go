@@ -234,3 +234,32 @@ func TestHeartbeatTelemetry(t *testing.T) {
 		}
 	})
 }
+
+// A heartbeat commits its liveness and its report together; when the history
+// cannot take the report (here its table is gone), the heartbeat still counts, a
+// lost node still comes back, and the agent is told why its report was dropped.
+func TestHeartbeatCountsWhenItsReportCannotBeStored(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			cfg := b.Config(t)
+			st := storetest.Open(t, cfg)
+			e := newEnv(t, st, dispatchtest.FirstFit{})
+			n := e.join("gpu-1", "1xL4-24GB")
+			storetest.Exec(t, cfg, "UPDATE nodes SET state = 'lost' WHERE name = 'gpu-1'")
+			n.State = models.NodeLost
+			storetest.Exec(t, cfg, "DROP TABLE telemetry_samples")
+			e.clock.advance(time.Minute)
+			util := 50
+			sample := gpu.Sample{Time: e.clock.now(), Devices: []gpu.DeviceSample{{UUID: n.gpus[0], UtilizationPct: &util}}}
+			res, err := e.svc.Heartbeat(e.ctx, n.Node, agentapi.HeartbeatRequest{Sample: &sample})
+			if err != nil || !strings.Contains(res.TelemetryError, "telemetry_samples") || res.NodeState != models.NodeReady {
+				t.Fatalf("heartbeat = %+v, %v; want it counted, the node ready and the report's failure named", res, err)
+			}
+			got, err := st.NodeByID(e.ctx, n.ID)
+			if err != nil || got.State != models.NodeReady || !got.LastHeartbeatAt.Equal(e.clock.now()) {
+				t.Fatalf("node after the heartbeat = %+v, %v; want ready, heard from now", got, err)
+			}
+		})
+	}
+}

@@ -89,12 +89,12 @@ type Service struct {
 	catalog   catalogCache
 }
 
-// TelemetrySink stores the GPU samples that heartbeats carry and the metrics jobs
-// report; services/telemetry implements it.
+// TelemetrySink checks what heartbeats report (GPU samples, jobs' CPU use) for the
+// heartbeat's transaction to write, and stores the metrics jobs report;
+// services/telemetry implements it.
 type TelemetrySink interface {
-	Ingest(ctx context.Context, now time.Time, ns telemetry.NodeSample) (int, error)
+	PrepareReport(ctx context.Context, now time.Time, sample *telemetry.NodeSample, usage []telemetry.SystemPoint) (telemetry.Report, error)
 	RecordJobMetrics(ctx context.Context, now time.Time, job *models.Job, b telemetry.MetricBatch) (telemetry.MetricResult, error)
-	RecordSystemMetrics(ctx context.Context, now time.Time, job *models.Job, at time.Time, step int64, values map[string]float64) (telemetry.MetricResult, error)
 }
 
 // Deps are what the service works with.

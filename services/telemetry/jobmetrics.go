@@ -94,21 +94,6 @@ func (s *Service) RecordJobMetrics(ctx context.Context, now time.Time, job *mode
 	return s.storeJobMetrics(ctx, job, points)
 }
 
-// RecordSystemMetrics stores what Gantry measured of a job (names under
-// SystemPrefix, such as MetricCPUMilli) at one time, for the agent's heartbeat.
-func (s *Service) RecordSystemMetrics(ctx context.Context, now time.Time, job *models.Job, at time.Time, step int64, values map[string]float64) (MetricResult, error) {
-	for name := range values {
-		if !strings.HasPrefix(name, SystemPrefix) {
-			return MetricResult{}, models.Invalid("values."+name, "a system metric's name starts with %q", SystemPrefix)
-		}
-	}
-	points, err := s.flatten(now, job, MetricBatch{Points: []MetricPoint{{Step: step, Time: &at, Values: values}}}, true)
-	if err != nil {
-		return MetricResult{}, err
-	}
-	return s.storeJobMetrics(ctx, job, points)
-}
-
 func (s *Service) checkJobReporting(now time.Time, job *models.Job) error {
 	switch {
 	case job.State == models.JobRunning || job.State == models.JobPreempting:
@@ -241,9 +226,21 @@ func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points [
 	if err != nil {
 		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
 	}
-	var res MetricResult
-	var keep []models.JobMetric
-	var checkpointAt *time.Time
+	keep, res, checkpointAt, err := dedupe(job, points, last)
+	if err != nil || len(keep) == 0 {
+		return res, err
+	}
+	if err := s.store.InsertJobMetrics(ctx, job.ID, keep, checkpointAt); err != nil {
+		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
+	}
+	res.Stored = len(keep)
+	return res, nil
+}
+
+// dedupe drops the points whose step is not after the newest stored step of their
+// metric (last, by name): repeats, counted and listed in res. A point stamped before
+// that newest one is refused. checkpointAt is the newest checkpoint kept.
+func dedupe(job *models.Job, points []point, last map[string]models.JobMetric) (keep []models.JobMetric, res MetricResult, checkpointAt *time.Time, err error) {
 	for _, p := range points {
 		prev, ok := last[p.m.Name]
 		if ok && p.m.Step <= prev.Step {
@@ -256,7 +253,7 @@ func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points [
 		}
 		if ok && p.m.At.Before(prev.At) {
 			field := strings.TrimSuffix(p.field, ".values."+p.m.Name)
-			return MetricResult{}, models.Invalid(field+".time", "%s is before %s, when step %d of %s was stored: times must not go back",
+			return nil, MetricResult{}, nil, models.Invalid(field+".time", "%s is before %s, when step %d of %s was stored: times must not go back",
 				p.m.At.Format(time.RFC3339Nano), prev.At.Format(time.RFC3339Nano), prev.Step, p.m.Name)
 		}
 		keep = append(keep, p.m)
@@ -265,12 +262,5 @@ func (s *Service) storeJobMetrics(ctx context.Context, job *models.Job, points [
 			checkpointAt = &at
 		}
 	}
-	if len(keep) == 0 {
-		return res, nil
-	}
-	if err := s.store.InsertJobMetrics(ctx, job.ID, keep, checkpointAt); err != nil {
-		return MetricResult{}, fmt.Errorf("record metrics of job %d: %w", job.ID, err)
-	}
-	res.Stored = len(keep)
-	return res, nil
+	return keep, res, checkpointAt, nil
 }

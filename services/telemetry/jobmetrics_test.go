@@ -85,11 +85,13 @@ func TestJobMetricsStoredOnceInOrder(t *testing.T) {
 			t.Errorf("first point of attempt 2 = %+v, %v; want stored", res, err)
 		}
 		// What Gantry measures goes under its own prefix, which jobs cannot use.
-		if res, err := svc.RecordSystemMetrics(ctx, now, job, now, 1, map[string]float64{telemetry.MetricCPUMilli: 3900}); err != nil || res.Stored != 1 {
-			t.Errorf("system metric = %+v, %v", res, err)
+		r, err := svc.PrepareReport(ctx, now, nil, []telemetry.SystemPoint{{Job: job, Step: 1, At: now, Values: map[string]float64{telemetry.MetricCPUMilli: 3900}}})
+		if err != nil || r.Rows() != 1 {
+			t.Fatalf("system metric = %d rows, %v", r.Rows(), err)
 		}
-		if _, err := svc.RecordSystemMetrics(ctx, now, job, now, 2, map[string]float64{"loss": 1}); err == nil {
-			t.Error("a system metric outside gantry/ was accepted")
+		must(t, s.InTx(ctx, func(tx *store.Store) error { return r.Write(ctx, tx) }))
+		if r, err := svc.PrepareReport(ctx, now, nil, []telemetry.SystemPoint{{Job: job, Step: 2, At: now, Values: map[string]float64{"loss": 1}}}); err == nil || r.Rows() != 0 {
+			t.Errorf("a system metric outside gantry/ = %d rows, %v; want refused", r.Rows(), err)
 		}
 		cpu, err := s.JobMetrics(ctx, store.JobMetricFilter{JobID: job.ID, Names: []string{telemetry.MetricCPUMilli}})
 		if err != nil || len(cpu) != 1 || cpu[0].Value != 3900 || cpu[0].Attempt != 2 {
