@@ -30,14 +30,14 @@ func (s *Service) Prune(ctx context.Context, now time.Time) (PruneResult, error)
 	} {
 		cutoff := now.Add(-p.retention)
 		if p.rolledInto != nil {
-			last, ok, err := s.store.LastTelemetryAt(ctx, p.rolledInto.to)
+			rolled, _, err := s.rolled(ctx, *p.rolledInto)
 			if err != nil {
 				return res, fmt.Errorf("prune %s telemetry: %w", p.resolution, err)
 			}
-			if !ok {
+			if rolled.IsZero() {
 				continue
 			}
-			if rolled := last.Add(p.rolledInto.width); rolled.Before(cutoff) {
+			if rolled.Before(cutoff) {
 				cutoff = rolled
 			}
 		}

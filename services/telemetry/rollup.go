@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // level is one step of down-sampling: rows of resolution from become rows of
@@ -54,13 +55,9 @@ func (s *Service) Rollup(ctx context.Context, now time.Time) (RollupResult, erro
 // rows it wrote and its watermark.
 func (s *Service) rollLevel(ctx context.Context, lv level, limit time.Time) (int, time.Time, error) {
 	end := limit.Truncate(lv.width)
-	last, rolled, err := s.store.LastTelemetryAt(ctx, lv.to)
+	from, err := s.resumeAt(ctx, lv)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("roll up %s telemetry: %w", lv.to, err)
-	}
-	from := time.Time{}
-	if rolled {
-		from = last.Add(lv.width)
 	}
 	written := 0
 	for from.Before(end) {
@@ -86,13 +83,101 @@ func (s *Service) rollLevel(ctx context.Context, lv level, limit time.Time) (int
 			return written, from, fmt.Errorf("roll up %s telemetry: %w", lv.to, err)
 		}
 		rows := agg.rows(lv.to)
-		if err := s.store.InsertTelemetry(ctx, rows); err != nil {
-			return written, from, fmt.Errorf("roll up %s telemetry: %w", lv.to, err)
+		for len(rows) > 0 {
+			n := 1
+			for n < len(rows) && rows[n].At.Equal(rows[0].At) {
+				n++
+			}
+			if err := s.writeWindow(ctx, lv, rows[:n]); err != nil {
+				return written, from, fmt.Errorf("roll up %s telemetry: %w", lv.to, err)
+			}
+			written += n
+			rows = rows[n:]
 		}
-		written += len(rows)
 		from = to
 	}
 	return written, maxTime(from, end), nil
+}
+
+// rollupRowsPerTx bounds the roll-up rows one transaction writes, so that rolling
+// up a fleet's minute (8,000 rows for 1,000 nodes of 8 GPUs) holds SQLite's write
+// lock for short spells that heartbeats slip between.
+const rollupRowsPerTx = 500
+
+// rolledKey is the setting that holds the end of the newest window of a resolution
+// written whole: a window is written in several transactions, and the last one
+// moves this mark.
+func rolledKey(lv level) string { return "telemetry.rolled_until." + lv.to }
+
+// writeWindow writes the roll-up rows of one window, oldest windows first, a few
+// hundred rows per transaction. The first moves the mark to the window's start (all
+// before it is whole), the last to its end, so that rows at the mark are a window
+// written in part.
+func (s *Service) writeWindow(ctx context.Context, lv level, rows []models.TelemetrySample) error {
+	start := rows[0].At.UTC()
+	for first := true; len(rows) > 0; first = false {
+		n := min(len(rows), rollupRowsPerTx)
+		chunk := rows[:n]
+		rows = rows[n:]
+		mark := ""
+		switch {
+		case len(rows) == 0:
+			mark = start.Add(lv.width).Format(time.RFC3339)
+		case first:
+			mark = start.Format(time.RFC3339)
+		}
+		err := s.store.InTx(ctx, func(tx *store.Store) error {
+			if err := tx.InsertTelemetry(ctx, chunk); err != nil {
+				return err
+			}
+			if mark == "" {
+				return nil
+			}
+			return tx.PutSetting(ctx, rolledKey(lv), mark)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resumeAt is where rolling up lv goes on: after the newest window written whole,
+// or at a window a pass stopped while writing (its rows are deleted first, so none
+// is written twice).
+func (s *Service) resumeAt(ctx context.Context, lv level) (time.Time, error) {
+	until, partial, err := s.rolled(ctx, lv)
+	if err != nil || partial.IsZero() {
+		return until, err
+	}
+	return partial, s.store.DeleteTelemetryAt(ctx, lv.to, partial)
+}
+
+// rolled says how far lv is rolled up: until is the end of the newest window
+// written whole (zero when none is), partial the start of a window that a pass
+// stopped while writing (zero when none did). Without a mark (history rolled up
+// before windows were written in parts), every window was written whole.
+func (s *Service) rolled(ctx context.Context, lv level) (until, partial time.Time, err error) {
+	last, any, err := s.store.LastTelemetryAt(ctx, lv.to)
+	if err != nil || !any {
+		return time.Time{}, time.Time{}, err
+	}
+	mark, ok, err := s.store.Setting(ctx, rolledKey(lv))
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	if !ok {
+		return last.Add(lv.width), time.Time{}, nil
+	}
+	done, err := time.Parse(time.RFC3339, mark)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("setting %s is %q: %w", rolledKey(lv), mark, err)
+	}
+	if done.After(last) {
+		return last.Add(lv.width), time.Time{}, nil
+	}
+	// Windows between the mark and the last have no rows: nothing was there to roll up.
+	return last, last, nil
 }
 
 func maxTime(a, b time.Time) time.Time {
