@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,33 +23,50 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
-// BenchmarkHeartbeats500Agents runs `gantry serve` (no local agent) and 500
-// simulated agents of 8 GPUs each that join and heartbeat every 5 s with a full
-// GPU sample, as real agents do. Over a 30 s window it reports the server's CPU
-// (from /proc), the heartbeat round trip p50/p99 as the agents see it, and how
-// many nodes the server saw as late. Run:
+// BenchmarkHeartbeats500Agents runs `gantry serve` (no local agent) on SQLite and on
+// PostgreSQL with 500 simulated agents of 8 GPUs each that join and heartbeat every
+// 5 s with a full GPU sample, as real agents do, in steady state: 1,000 jobs of 4 GPUs
+// run on them (so every sample is attributed to a job and every third heartbeat
+// carries the jobs' CPU use), and the history holds the minutes before the agents
+// started and a day ago, so that the leader's telemetry maintenance inside the window
+// rolls up a fleet-minute (the first pass up to two) and prunes a day-old one, as it
+// does every minute of a running installation; metering and rules run as in
+// production. Over a 70 s window (at least one maintenance pass) it reports the
+// server's CPU (from /proc; the PostgreSQL server's own is not counted), the heartbeat
+// round trip p50/p99/max as the agents see it, and how many nodes the server saw as
+// late. Run:
 // go test -run '^$' -bench Heartbeats500Agents -benchtime 1x ./cmd/gantry
 func BenchmarkHeartbeats500Agents(b *testing.B) {
-	const agents, every, window = 500, 5 * time.Second, 30 * time.Second
+	for _, backend := range storetest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) { benchHeartbeats(b, backend.Config(b)) })
+	}
+}
+
+func benchHeartbeats(b *testing.B, cfg store.Config) {
+	const agents, jobsPerNode, every, window = 500, 2, 5 * time.Second, 70 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := b.TempDir()
-	url, pid, stop := benchServe(b, dir)
-	defer stop()
-	st, err := store.Open(ctx, store.Config{DataDir: dir})
-	if err != nil {
-		b.Fatal(err)
+	dir := cfg.DataDir
+	if dir == "" {
+		dir = b.TempDir()
 	}
-	defer st.Close()
-	token, _, err := dispatch.CreateJoinToken(ctx, st, audit.New(st, time.Now), time.Now(), dispatch.JoinTokenSpec{Name: "fleet", TTL: time.Hour, Reusable: true})
+	st := storetest.Open(b, cfg)
+	url, pid, stop := benchServe(b, dir, cfg.DatabaseURL)
+	defer stop()
+	al := audit.New(st, time.Now)
+	token, _, err := dispatch.CreateJoinToken(ctx, st, al, time.Now(), dispatch.JoinTokenSpec{Name: "fleet", TTL: time.Hour, Reusable: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents + 10}, Timeout: 30 * time.Second}
 	creds := make([]string, agents)
+	nodeIDs := make([]int64, agents)
 	sims := make([]*gpu.Simulated, agents)
 	var wg sync.WaitGroup
 	for i := range agents {
@@ -62,6 +81,9 @@ func BenchmarkHeartbeats500Agents(b *testing.B) {
 			}
 			sims[i] = sim
 			inv, _ := sims[i].Discover(ctx)
+			for _, d := range inv.Devices {
+				sim.SetLoad(d.UUID, 0.7)
+			}
 			var res agentapi.JoinResponse
 			if err := benchPost(hc, url+agentapi.PathJoin, "", agentapi.JoinRequest{JoinToken: token, Name: name, Runtime: agentapi.RuntimeProcess,
 				CPUMilli: 64000, MemoryMiB: 512 << 10, ScratchMiB: 1 << 20, Inventory: inv}, &res); err != nil {
@@ -75,6 +97,16 @@ func BenchmarkHeartbeats500Agents(b *testing.B) {
 	if b.Failed() {
 		return
 	}
+	for i := range agents {
+		n, err := st.NodeByName(ctx, fmt.Sprintf("sim-%03d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodeIDs[i] = n.ID
+	}
+	usage, holders := benchRunningJobs(b, st, al, nodeIDs, agents*jobsPerNode)
+	benchSeedTelemetry(b, st, sims, nodeIDs, holders, every)
+
 	var mu sync.Mutex
 	var rtts []time.Duration
 	measuring := false
@@ -86,7 +118,7 @@ func BenchmarkHeartbeats500Agents(b *testing.B) {
 			// Spread the agents over the interval, as independent machines would be.
 			t := time.NewTimer(time.Duration(i) * every / agents)
 			defer t.Stop()
-			for {
+			for beat := 0; ; beat++ {
 				select {
 				case <-ctx.Done():
 					return
@@ -94,8 +126,12 @@ func BenchmarkHeartbeats500Agents(b *testing.B) {
 				}
 				t.Reset(every)
 				s, _ := sims[i].Sample(ctx)
+				req := agentapi.HeartbeatRequest{Sample: &s}
+				if beat%3 == 0 {
+					req.Jobs = usage[nodeIDs[i]]
+				}
 				t0 := time.Now()
-				if err := benchPost(hc, url+agentapi.PathHeartbeat, creds[i], agentapi.HeartbeatRequest{Sample: &s}, nil); err != nil && ctx.Err() == nil {
+				if err := benchPost(hc, url+agentapi.PathHeartbeat, creds[i], req, nil); err != nil && ctx.Err() == nil {
 					b.Error(err)
 					return
 				}
@@ -125,14 +161,113 @@ func BenchmarkHeartbeats500Agents(b *testing.B) {
 	cancel()
 	wg.Wait()
 	b.StopTimer()
+	if len(got) == 0 {
+		b.Fatal("no heartbeat answered in the window")
+	}
+	minutes, err := st.Telemetry(context.Background(), store.TelemetryFilter{DeviceUUID: holdersFirst(holders), Resolution: models.ResolutionMinute, From: t0.Add(-10 * time.Minute), To: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
 	cores := (cpu1 - cpu0).Seconds() / elapsed.Seconds()
 	b.ReportMetric(cores, "server-cores")
 	b.ReportMetric(float64(percentile(got, 50).Microseconds())/1000, "rtt-p50-ms")
 	b.ReportMetric(float64(percentile(got, 99).Microseconds())/1000, "rtt-p99-ms")
+	b.ReportMetric(float64(slices.Max(got).Microseconds())/1000, "rtt-max-ms")
 	b.ReportMetric(float64(len(late)), "late-nodes")
-	b.Logf("%d agents x 8 GPUs, heartbeat every %s: %d heartbeats in %s (%.0f/s); server CPU %.2f cores (%.2f ms per heartbeat); round trip p50 %s p99 %s; %d nodes silent for over %s at the end",
-		agents, every, len(got), elapsed.Round(time.Second), float64(len(got))/elapsed.Seconds(), cores,
-		1000*(cpu1-cpu0).Seconds()/float64(max(len(got), 1)), percentile(got, 50), percentile(got, 99), len(late), 2*every)
+	b.Logf("%d agents x 8 GPUs, %d jobs, heartbeat every %s: %d heartbeats in %s (%.0f/s); server CPU %.2f cores (%.2f ms per heartbeat); round trip p50 %s p99 %s max %s; %d nodes silent for over %s at the end; %d minute roll-ups of one GPU so far",
+		agents, agents*jobsPerNode, every, len(got), elapsed.Round(time.Second), float64(len(got))/elapsed.Seconds(), cores,
+		1000*(cpu1-cpu0).Seconds()/float64(max(len(got), 1)), percentile(got, 50), percentile(got, 99), slices.Max(got), len(late), 2*every, len(minutes))
+}
+
+// benchRunningJobs submits n jobs of 4 GPUs, waits until the server placed every one,
+// and returns each node's attempts as its agent reports their CPU use, and which job
+// holds each device.
+func benchRunningJobs(b *testing.B, st *store.Store, al *audit.Log, nodeIDs []int64, n int) (map[int64][]agentapi.JobUsage, map[string]int64) {
+	b.Helper()
+	ctx := context.Background()
+	user, project := benchFixture(b, st)
+	submit := jobs.New(st, al, noKick{})
+	for i := range n {
+		_, err := submit.Submit(ctx, user, jobs.Spec{Project: project, Name: fmt.Sprintf("train-%d", i), Command: []string{"/bin/true"},
+			Resources: jobs.Resources{GPUs: 4, CPUMilli: 8000, MemoryMiB: 64 << 10}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		usage, holders := map[int64][]agentapi.JobUsage{}, map[string]int64{}
+		placed := 0
+		for _, id := range nodeIDs {
+			allocs, err := st.ActiveAllocations(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, a := range allocs {
+				usage[id] = append(usage[id], agentapi.JobUsage{AttemptRef: agentapi.AttemptRef{JobID: a.JobID, Attempt: a.Attempt, Replica: a.Replica}, CPUMilli: 7500})
+				placed++
+			}
+			jobsOf, err := telemetry.JobsOfDevices(allocs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			maps.Copy(holders, jobsOf)
+		}
+		if placed == n {
+			return usage, holders
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the server placed %d of %d jobs in 2 minutes", placed, n)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// benchSeedTelemetry writes the raw history the agents would have sent over the
+// three minutes before now, with a 1-minute roll-up before it, so that the server's
+// next maintenance passes roll up one fleet-minute each (the first up to two), and
+// two fleet-minutes from a day ago for them to prune.
+func benchSeedTelemetry(b *testing.B, st *store.Store, sims []*gpu.Simulated, nodeIDs []int64, holders map[string]int64, every time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	from := now.Truncate(time.Minute).Add(-3 * time.Minute)
+	old := now.Truncate(time.Minute).Add(-24*time.Hour - 2*time.Minute)
+	rows := []models.TelemetrySample{{NodeID: nodeIDs[0], DeviceUUID: holdersFirst(holders), At: from.Add(-time.Minute), Resolution: models.ResolutionMinute, Samples: 1}}
+	for _, span := range []struct{ from, to time.Time }{{from, now}, {old, old.Add(2 * time.Minute)}} {
+		for at := span.from; at.Before(span.to); at = at.Add(every) {
+			for i, sim := range sims {
+				s, err := sim.Sample(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, d := range s.Devices {
+					r := models.TelemetrySample{NodeID: nodeIDs[i], DeviceUUID: d.UUID, At: at, Resolution: models.ResolutionRaw, Samples: 1,
+						Reported: models.ReportedUtil | models.ReportedMemory | models.ReportedTemperature | models.ReportedPower | models.ReportedSMClock | models.ReportedNVLink | models.ReportedPCIe | models.ReportedECC}
+					u, t := float64(*d.UtilizationPct), float64(*d.TemperatureC)
+					r.UtilPct, r.UtilMinPct, r.UtilMaxPct = u, u, u
+					r.TempC, r.TempMinC, r.TempMaxC = t, t, t
+					r.PowerW, r.PowerMinW, r.PowerMaxW = *d.PowerW, *d.PowerW, *d.PowerW
+					c := int64(*d.SMClockMHz)
+					r.SMClockMHz, r.SMClockMinMHz, r.SMClockMaxMHz = c, c, c
+					r.NVLinkMBps, r.NVLinkMaxMBps = 1000, 1000
+					r.PCIeMBps, r.PCIeMaxMBps = 100, 100
+					if job, ok := holders[d.UUID]; ok {
+						r.JobID = &job
+					}
+					rows = append(rows, r)
+				}
+			}
+		}
+	}
+	if err := st.InsertTelemetry(ctx, rows); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// holdersFirst is the smallest device UUID that a job holds, to read one GPU's history.
+func holdersFirst(holders map[string]int64) string {
+	return slices.Min(slices.Collect(maps.Keys(holders)))
 }
 
 func benchPost(hc *http.Client, url, credential string, body, out any) error {
@@ -164,10 +299,15 @@ func benchPost(hc *http.Client, url, credential string, body, out any) error {
 	return json.NewDecoder(res.Body).Decode(out)
 }
 
-// benchServe starts `gantry serve` without its local agent and returns its URL and pid.
-func benchServe(b *testing.B, dir string) (string, int, func()) {
+// benchServe starts `gantry serve` without its local agent, on SQLite in dir or on the
+// PostgreSQL of databaseURL, and returns its URL and pid.
+func benchServe(b *testing.B, dir, databaseURL string) (string, int, func()) {
 	b.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--no-local-agent", "--log-level", "warn")
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--no-local-agent", "--log-level", "warn"}
+	if databaseURL != "" {
+		args = append(args, "--database-url", databaseURL)
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Env = cleanEnv()
 	logf, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {
@@ -197,7 +337,15 @@ func benchServe(b *testing.B, dir string) (string, int, func()) {
 		for sc.Scan() {
 		}
 	}()
-	return url, cmd.Process.Pid, func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() }
+	return url, cmd.Process.Pid, func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		if b.Failed() {
+			out, _ := os.ReadFile(logf.Name())
+			b.Logf("serve's log:\n%s", out[max(0, len(out)-4000):])
+		}
+	}
 }
 
 // procCPU is the CPU time a process used so far, from /proc/PID/stat.
