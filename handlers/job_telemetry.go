@@ -74,15 +74,18 @@ func (h *Handler) jobTelemetry(ctx context.Context, job *models.Job, now time.Ti
 		return d, err
 	}
 	if len(charts.GPUs) > 0 {
-		if d.GPUCharts, err = h.gpuCharts(ctx, charts); err != nil {
+		if d.GPUCharts, err = h.gpuCharts(ctx, charts.GPUs, gaugeUtil, gaugeMemory, gaugePower); err != nil {
 			return d, err
 		}
 	}
-	d.Resolution = map[string]string{models.ResolutionRaw: "Raw samples", models.ResolutionMinute: "1-minute averages",
-		models.ResolutionHour: "1-hour averages"}[charts.Resolution]
+	d.Resolution = resolutionWords[charts.Resolution]
 	d.MetricCharts, d.Checkpoints = metricCharts(charts.Metrics)
 	return d, nil
 }
+
+// resolutionWords say what a chart of a resolution plots.
+var resolutionWords = map[string]string{models.ResolutionRaw: "Raw samples", models.ResolutionMinute: "1-minute averages",
+	models.ResolutionHour: "1-hour averages"}
 
 // simulatedGPUs reports whether any node the job ran on simulates its GPUs.
 func (h *Handler) simulatedGPUs(ctx context.Context, jobID int64) (bool, error) {
@@ -107,30 +110,35 @@ func (h *Handler) simulatedGPUs(ctx context.Context, jobID int64) (bool, error) 
 	return false, nil
 }
 
-// gpuCharts draws utilisation, memory and power with a line per GPU; a gauge no GPU
-// reported is left out.
-func (h *Handler) gpuCharts(ctx context.Context, charts telemetry.JobCharts) ([]templates.LineChart, error) {
-	uuids := make([]string, len(charts.GPUs))
-	for i, g := range charts.GPUs {
+// gpuGauge is one chart of GPU history: a line per GPU of what value reads from
+// the samples that reported bit.
+type gpuGauge struct {
+	id, title, unit string
+	bit             int
+	value           func(models.TelemetrySample) float64
+}
+
+var (
+	gaugeUtil   = gpuGauge{"chart-gpu-util", "GPU utilisation", "%", models.ReportedUtil, func(s models.TelemetrySample) float64 { return s.UtilPct }}
+	gaugeMemory = gpuGauge{"chart-gpu-memory", "GPU memory used", " GiB", models.ReportedMemory, func(s models.TelemetrySample) float64 { return float64(s.MemUsedMiB) / 1024 }}
+	gaugePower  = gpuGauge{"chart-gpu-power", "GPU power", " W", models.ReportedPower, func(s models.TelemetrySample) float64 { return s.PowerW }}
+	gaugeTemp   = gpuGauge{"chart-gpu-temperature", "GPU temperature", " °C", models.ReportedTemperature, func(s models.TelemetrySample) float64 { return s.TempC }}
+)
+
+// gpuCharts draws each gauge with a line per GPU; a gauge no GPU reported is left out.
+func (h *Handler) gpuCharts(ctx context.Context, gpus []telemetry.DeviceSeries, gauges ...gpuGauge) ([]templates.LineChart, error) {
+	uuids := make([]string, len(gpus))
+	for i, g := range gpus {
 		uuids[i] = g.UUID
 	}
 	specs, err := h.store.GPUSpecsByUUID(ctx, uuids)
 	if err != nil {
 		return nil, err
 	}
-	gauges := []struct {
-		id, title, unit string
-		bit             int
-		value           func(models.TelemetrySample) float64
-	}{
-		{"chart-gpu-util", "GPU utilisation", "%", models.ReportedUtil, func(s models.TelemetrySample) float64 { return s.UtilPct }},
-		{"chart-gpu-memory", "GPU memory used", " GiB", models.ReportedMemory, func(s models.TelemetrySample) float64 { return float64(s.MemUsedMiB) / 1024 }},
-		{"chart-gpu-power", "GPU power", " W", models.ReportedPower, func(s models.TelemetrySample) float64 { return s.PowerW }},
-	}
 	var out []templates.LineChart
 	for _, g := range gauges {
 		spec := templates.LineChartSpec{ID: g.id, Title: g.title, Unit: g.unit, TimeAxis: true}
-		for _, dev := range charts.GPUs {
+		for _, dev := range gpus {
 			s := templates.LineSeries{Name: gpuName(dev.UUID, specs[dev.UUID].Model)}
 			for _, smp := range dev.Samples {
 				if smp.Reported&g.bit != 0 {
