@@ -106,13 +106,13 @@ func benchHeartbeats(b *testing.B, cfg store.Config) {
 		}
 		nodeIDs[i] = n.ID
 	}
-	usage, holders := benchRunningJobs(b, st, al, nodeIDs, agents*jobsPerNode)
-	benchSeedTelemetry(b, st, sims, nodeIDs, holders, every)
-
+	// The agents heartbeat from their join on, as real ones do, so that none is lost
+	// while the jobs are placed and the history seeded; the jobs' CPU use goes with
+	// their heartbeats once the jobs run.
 	var mu sync.Mutex
 	var rtts []time.Duration
 	measuring := false
-	b.ResetTimer()
+	var usage map[int64][]agentapi.JobUsage
 	for i := range agents {
 		wg.Add(1)
 		go func() {
@@ -130,7 +130,9 @@ func benchHeartbeats(b *testing.B, cfg store.Config) {
 				s, _ := sims[i].Sample(ctx)
 				req := agentapi.HeartbeatRequest{Sample: &s}
 				if beat%3 == 0 {
+					mu.Lock()
 					req.Jobs = usage[nodeIDs[i]]
+					mu.Unlock()
 				}
 				t0 := time.Now()
 				if err := benchPost(hc, url+agentapi.PathHeartbeat, creds[i], req, nil); err != nil && ctx.Err() == nil {
@@ -171,7 +173,13 @@ func benchHeartbeats(b *testing.B, cfg store.Config) {
 			mu.Unlock()
 		}
 	}()
-	time.Sleep(2 * every) // warm up: every agent has heartbeated at least once
+	placed, holders := benchRunningJobs(b, st, al, nodeIDs, agents*jobsPerNode)
+	mu.Lock()
+	usage = placed
+	mu.Unlock()
+	benchSeedTelemetry(b, st, sims, nodeIDs, holders, every)
+	b.ResetTimer()
+	time.Sleep(2 * every) // warm up: every agent has heartbeated since the jobs were placed
 	mu.Lock()
 	measuring = true
 	mu.Unlock()
