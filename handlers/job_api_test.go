@@ -80,12 +80,13 @@ func TestJobAPI(t *testing.T) {
 			b, _ := io.ReadAll(res.Body)
 			return res.StatusCode, b
 		}
-		status, body := post(`{"project": "default", "name": "train-1", "command": ["python", "train.py"], "env": {"K": "V"},
+		status, body := post(`{"project": "default", "name": "train-1", "kind": "inference", "command": ["python", "train.py"], "env": {"K": "V"},
 			"resources": {"gpus": 1, "gpu_milli": 0, "gpu_memory_mib": 0, "gpu_model": "", "mig_profile": "", "cpu_milli": 2000, "memory_mib": 8192, "scratch_mib": 0},
 			"priority_class": "research", "preemptible": true, "spot": false, "max_retries": 2}`)
 		var job struct {
 			ID          int64
 			State       string
+			Kind        string
 			Project     string
 			Command     []string
 			Env         map[string]string
@@ -94,7 +95,7 @@ func TestJobAPI(t *testing.T) {
 			Resources   jobs.Resources
 			Events      []struct{ To, Reason string }
 		}
-		if err := json.Unmarshal(body, &job); status != http.StatusCreated || err != nil || job.ID == 0 || job.State != models.JobQueued ||
+		if err := json.Unmarshal(body, &job); status != http.StatusCreated || err != nil || job.ID == 0 || job.State != models.JobQueued || job.Kind != models.KindInference ||
 			job.Project != "default" || job.Command[1] != "train.py" || job.Env["K"] != "V" || job.Resources.MemoryMiB != 8192 || job.MaxRetries != 2 {
 			t.Fatalf("submit = %d %s", status, body)
 		}
@@ -110,6 +111,7 @@ func TestJobAPI(t *testing.T) {
 			{"unknown field", `{"project": "default", "name": "x", "command": ["a"], "gpus": 2}`, "gpus"},
 			{"wrong type", `{"project": "default", "name": "x", "command": "python train.py"}`, "command"},
 			{"unknown project", `{"project": "nope", "name": "x", "command": ["a"]}`, "project"},
+			{"unknown kind", `{"project": "default", "name": "x", "command": ["a"], "kind": "serving"}`, "kind"},
 			{"unknown class", `{"project": "default", "name": "x", "command": ["a"], "priority_class": "urgent"}`, "priority_class"},
 			{"custom image not allowed", `{"project": "default", "name": "x", "command": ["a"], "image": "docker.io/me/mine:1"}`, "image"},
 			{"huge command", `{"project": "default", "name": "x", "command": ["` + strings.Repeat("a", 70_000) + `"]}`, "command"},

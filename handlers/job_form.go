@@ -22,7 +22,7 @@ var jobFormLabels = map[string]string{
 	"env": "Environment", "gpus": "GPUs", "gpu_share": "GPU share", "gpu_memory_gib": "GPU memory", "gpu_model": "GPU model",
 	"mig_profile": "MIG profile", "cpu_cores": "CPU cores", "memory_gib": "RAM", "scratch_gib": "Scratch disk",
 	"replicas": "Replicas", "priority_class": "Priority class", "preemptible": "Preemptible", "expected_run": "Expected run time",
-	"retries": "Retries",
+	"retries": "Retries", "kind": "Kind",
 }
 
 // specFields maps the fields of a job spec to the form's.
@@ -152,7 +152,7 @@ func jobFormOf(v url.Values) templates.JobForm {
 		GPUMemoryGiB: v.Get("gpu_memory_gib"), GPUModel: v.Get("gpu_model"), MIGProfile: v.Get("mig_profile"),
 		CPUCores: v.Get("cpu_cores"), MemoryGiB: v.Get("memory_gib"), ScratchGiB: v.Get("scratch_gib"), Replicas: v.Get("replicas"),
 		PriorityClass: v.Get("priority_class"), Preemptible: v.Get("preemptible"), Spot: v.Get("spot") != "",
-		ExpectedRun: v.Get("expected_run"), Retries: v.Get("retries"),
+		ExpectedRun: v.Get("expected_run"), Retries: v.Get("retries"), Kind: v.Get("kind"),
 	}
 }
 
@@ -161,7 +161,7 @@ func jobFormOf(v url.Values) templates.JobForm {
 // spec's own validation is Submit's.
 func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 	s := jobs.Spec{Project: strings.TrimSpace(f.Project), Name: strings.TrimSpace(f.Name), Image: strings.TrimSpace(f.Image),
-		PriorityClass: f.PriorityClass, Spot: f.Spot}
+		PriorityClass: f.PriorityClass, Spot: f.Spot, Kind: f.Kind}
 	if c := strings.TrimSpace(f.CustomImage); c != "" {
 		s.Image = c
 	}
@@ -216,7 +216,7 @@ func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 
 // formOfSpec writes a spec into the form, for a clone.
 func formOfSpec(s jobs.Spec, catalog bool) templates.JobForm {
-	f := templates.JobForm{Project: s.Project, Name: s.Name, Command: joinCommand(s.Command), PriorityClass: s.PriorityClass,
+	f := templates.JobForm{Project: s.Project, Name: s.Name, Kind: s.Kind, Command: joinCommand(s.Command), PriorityClass: s.PriorityClass,
 		Spot: s.Spot, Replicas: strconv.Itoa(max(s.Replicas, 1)), Retries: strconv.Itoa(s.MaxRetries), Preset: presetOf(s.Resources)}
 	if catalog {
 		f.Image = s.Image

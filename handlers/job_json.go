@@ -23,6 +23,7 @@ type jobJSON struct {
 	Command       []string          `json:"command,omitempty"` // not in lists
 	Env           map[string]string `json:"env,omitempty"`
 	Resources     jobs.Resources    `json:"resources"`
+	Kind          string            `json:"kind,omitempty"`
 	PriorityClass string            `json:"priority_class"`
 	Preemptible   bool              `json:"preemptible"`
 	Spot          bool              `json:"spot"`
@@ -66,7 +67,7 @@ type allocationJSON struct {
 func jobView(j *models.Job, project, user string) jobJSON {
 	v := jobJSON{
 		ID: j.ID, Name: j.Name, Project: project, User: user, State: j.State, StateReason: j.StateReason,
-		PendingReason: j.PendingReason, Image: j.ImageRef, PriorityClass: j.PriorityClass,
+		PendingReason: j.PendingReason, Kind: j.Kind, Image: j.ImageRef, PriorityClass: j.PriorityClass,
 		Preemptible: j.Preemptible, Spot: j.Spot, Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
 		Retries: j.Retries, Attempt: j.Attempt, ExitCode: j.ExitCode, SubmittedAt: j.SubmittedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,

@@ -79,8 +79,82 @@ func (h *Handler) jobTelemetry(ctx context.Context, job *models.Job, now time.Ti
 		}
 	}
 	d.Resolution = resolutionWords[charts.Resolution]
-	d.MetricCharts, d.Checkpoints = metricCharts(charts.Metrics)
+	metrics := charts.Metrics
+	if job.Kind == models.KindInference {
+		d.Inference = true
+		d.ServingCharts, metrics = servingCharts(metrics)
+	}
+	d.MetricCharts, d.Checkpoints = metricCharts(metrics)
 	return d, nil
+}
+
+// servingKind says which serving chart an inference job's metric goes on, and the
+// unit its name gives: latency (latency_p99_ms, ttft_latency_s) or throughput
+// (requests_per_sec, tokens_per_second, qps); "" for neither.
+func servingKind(name string) (chart, unit string) {
+	n := strings.ToLower(name)
+	switch {
+	case strings.Contains(n, "latency"):
+		switch {
+		case strings.HasSuffix(n, "_ms"):
+			return "latency", " ms"
+		case strings.HasSuffix(n, "_s"), strings.HasSuffix(n, "_sec"), strings.HasSuffix(n, "_seconds"):
+			return "latency", " s"
+		}
+		return "latency", ""
+	case strings.HasSuffix(n, "_per_sec"), strings.HasSuffix(n, "_per_second"), strings.HasSuffix(n, "/s"),
+		n == "qps", n == "rps", n == "throughput":
+		return "throughput", "/s"
+	}
+	return "", ""
+}
+
+// servingCharts draws an inference job's latency and its throughput against time,
+// a line per metric (its p50 and p99 together), attempts one after another, and
+// returns the points left for the charts by step. A chart whose metrics disagree on
+// the unit names none.
+func servingCharts(points []models.JobMetric) ([]templates.LineChart, []models.JobMetric) {
+	specs := map[string]*templates.LineChartSpec{
+		"latency":    {ID: "chart-serving-latency", Title: "Latency the job reported", TimeAxis: true},
+		"throughput": {ID: "chart-serving-throughput", Title: "Throughput the job reported", TimeAxis: true},
+	}
+	units := map[string]map[string]bool{"latency": {}, "throughput": {}}
+	lines := map[string]map[string]int{"latency": {}, "throughput": {}} // chart → metric → series
+	var rest []models.JobMetric
+	for _, p := range points {
+		chart, unit := servingKind(p.Name)
+		if chart == "" || strings.HasPrefix(p.Name, telemetry.SystemPrefix) {
+			rest = append(rest, p)
+			continue
+		}
+		spec := specs[chart]
+		units[chart][unit] = true
+		i, ok := lines[chart][p.Name]
+		if !ok {
+			i = len(spec.Series)
+			lines[chart][p.Name] = i
+			spec.Series = append(spec.Series, templates.LineSeries{Name: p.Name})
+		}
+		spec.Series[i].Points = append(spec.Series[i].Points, templates.LinePoint{X: float64(p.At.Unix()), Y: p.Value})
+	}
+	var out []templates.LineChart
+	for _, chart := range []string{"latency", "throughput"} {
+		spec := specs[chart]
+		if len(spec.Series) == 0 {
+			continue
+		}
+		if len(units[chart]) == 1 {
+			for u := range units[chart] {
+				spec.Unit = u
+			}
+		}
+		for i := range spec.Series {
+			pts := spec.Series[i].Points
+			sort.SliceStable(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+		}
+		out = append(out, templates.NewLineChart(*spec))
+	}
+	return out, rest
 }
 
 // resolutionWords say what a chart of a resolution plots.

@@ -152,6 +152,7 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			{"class", "priority_class", "urgent", `Priority class: there is no priority class "urgent"`},
 			{"custom image", "custom_image", "docker.io/me/train:1", "Custom image: \"docker.io/me/train:1\" is not in the image catalog, and project default allows only catalog images"},
 			{"mig and share", "mig_profile", "1g.10gb", "MIG profile: a MIG profile is one slice"},
+			{"kind", "kind", "serving", `Kind: "serving" is not a kind of job: training, inference or batch`},
 		}
 		for _, b := range bad {
 			f := jobForm(token)
@@ -172,21 +173,24 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			t.Fatalf("bad forms stored jobs: %v %v", n, err)
 		}
 
-		res, _ = s.send(ada, "POST", "/jobs", jobForm(token).Encode(), nil)
+		good := jobForm(token)
+		good.Set("kind", "inference")
+		res, _ = s.send(ada, "POST", "/jobs", good.Encode(), nil)
 		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		if res.StatusCode != http.StatusSeeOther || m == nil {
 			t.Fatalf("submit = %d → %q", res.StatusCode, res.Header.Get("Location"))
 		}
 		j := jobByID(t, st, m[1])
 		if j.Command != `["python","train.py","--note","two words"]` || j.Env != `{"EPOCHS":"3","LR":"0.1"}` || j.GPUs != 1 || j.GPUMilli != 250 ||
-			j.GPUMemoryMiB != 8192 || j.CPUMilli != 2000 || j.MemoryMiB != 8192 || j.ExpectedRunSec != 5400 || j.MaxRetries != 2 || j.State != models.JobQueued {
+			j.GPUMemoryMiB != 8192 || j.CPUMilli != 2000 || j.MemoryMiB != 8192 || j.ExpectedRunSec != 5400 || j.MaxRetries != 2 || j.State != models.JobQueued || j.Kind != models.KindInference {
 			t.Fatalf("stored job = %+v", j)
 		}
 
 		// A clone is the same form again; a re-run a new job at once.
 		res, body = s.send(ada, "GET", "/jobs/new?clone="+m[1], "", nil)
 		if res.StatusCode != 200 || !strings.Contains(body, `value="python train.py --note &#39;two words&#39;"`) || !strings.Contains(body, "EPOCHS=3\nLR=0.1</textarea>") ||
-			!strings.Contains(body, `<option value="share-small" selected>`) || !strings.Contains(body, `value="1h30m"`) {
+			!strings.Contains(body, `<option value="share-small" selected>`) || !strings.Contains(body, `value="1h30m"`) ||
+			!strings.Contains(body, `<option value="inference" selected>`) {
 			t.Fatalf("clone form = %d %s", res.StatusCode, body[strings.Index(body, "<form id"):])
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)

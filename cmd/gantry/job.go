@@ -109,6 +109,7 @@ var submitFlags = []struct {
 }{
 	{"project", "project", "string", "project to run in"},
 	{"name", "name", "string", "name of the job"},
+	{"kind", "kind", "string", "training (default), inference or batch"},
 	{"image", "image", "string", "catalog image name, or a reference where the project allows custom images"},
 	{"priority-class", "priority_class", "string", "priority class: production, research or test"},
 	{"gpus", "resources.gpus", "int", "whole GPUs per replica"},

@@ -101,7 +101,7 @@ func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*mod
 		return nil, err
 	}
 	j := &models.Job{
-		Name: spec.Name, ProjectID: project.ID, UserID: user.ID,
+		Name: spec.Name, Kind: spec.Kind, ProjectID: project.ID, UserID: user.ID,
 		GPUs: spec.Resources.GPUs, GPUMilli: spec.Resources.GPUMilli, GPUMemoryMiB: spec.Resources.GPUMemoryMiB,
 		GPUModel: spec.Resources.GPUModel, MIGProfile: spec.Resources.MIGProfile, CPUMilli: spec.Resources.CPUMilli,
 		MemoryMiB: spec.Resources.MemoryMiB, ScratchMiB: spec.Resources.ScratchMiB, Replicas: spec.Replicas,
@@ -181,7 +181,7 @@ func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
 	}
 	preemptible := j.Preemptible
 	spec := Spec{
-		Project: p.Name, Name: j.Name, Image: j.ImageRef, PriorityClass: j.PriorityClass, Preemptible: &preemptible, Spot: j.Spot,
+		Project: p.Name, Name: j.Name, Kind: j.Kind, Image: j.ImageRef, PriorityClass: j.PriorityClass, Preemptible: &preemptible, Spot: j.Spot,
 		Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
 		Resources: Resources{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,

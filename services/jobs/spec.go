@@ -14,8 +14,11 @@ import (
 
 // Spec is a job as a user submits it.
 type Spec struct {
-	Project       string            `json:"project"`
-	Name          string            `json:"name"`
+	Project string `json:"project"`
+	Name    string `json:"name"`
+	// Kind is training (the default), inference or batch: inference jobs' pages chart
+	// the latency and throughput they report.
+	Kind          string            `json:"kind,omitempty"`
 	Image         string            `json:"image,omitempty"`
 	Command       []string          `json:"command"`
 	Env           map[string]string `json:"env,omitempty"`

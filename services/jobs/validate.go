@@ -61,6 +61,13 @@ func (s *Spec) Validate() error {
 	if s.ExpectedRunSec < 0 || s.ExpectedRunSec > MaxExpectedRun {
 		return models.Invalid("expected_run_sec", "must be between 0 (unknown) and %d seconds (90 days)", MaxExpectedRun)
 	}
+	switch s.Kind {
+	case "":
+		s.Kind = models.KindTraining
+	case models.KindTraining, models.KindInference, models.KindBatch:
+	default:
+		return models.Invalid("kind", "%q is not a kind of job: training, inference or batch", s.Kind)
+	}
 	if s.PriorityClass == "" {
 		s.PriorityClass = "research"
 	}
