@@ -40,6 +40,9 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 			if err := cost.check(); err != nil {
 				return err
 			}
+			if err := disp.check(); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -65,7 +68,7 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			defer func() { stopDispatch(); plane.wait() }()
-			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch, Governance: plane.governance,
+			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch, Governance: plane.governance, Telemetry: plane.telemetry,
 				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure, MetricsToken: auth.metricsToken})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
 				return fmt.Errorf("serve: %w", err)

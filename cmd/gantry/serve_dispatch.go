@@ -32,6 +32,8 @@ type dispatchOpts struct {
 	noLocalAgent      bool
 	localAgentGPUs    string
 	auditAnchorEvery  time.Duration
+	rawRetention      time.Duration
+	rollupRetention   string
 	pools             poolOpts
 }
 
@@ -42,14 +44,41 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
 	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
+	t := telemetry.DefaultConfig()
+	f.DurationVar(&o.rawRetention, "telemetry-raw-retention", t.RawRetention, "how long raw GPU samples are kept before only their 1-minute roll-ups are")
+	f.StringVar(&o.rollupRetention, "telemetry-rollup-retention", fmt.Sprintf("%dd", t.MinuteRetention/(24*time.Hour)), "how long 1-minute and 1-hour GPU roll-ups are kept, in days")
 	f.DurationVar(&o.auditAnchorEvery, "audit-anchor-every", time.Hour, "how often the leader writes the audit log's head to the server log (\"audit anchor\"), for gantry audit verify --anchors to catch a cut-off tail; 0 turns it off")
 	o.pools.addFlags(cmd)
+}
+
+// check refuses flags that startDispatch would, before serve listens.
+func (o *dispatchOpts) check() error {
+	_, err := o.telemetryConfig()
+	return err
+}
+
+// telemetryConfig is the GPU history's retention as the flags set it.
+func (o *dispatchOpts) telemetryConfig() (telemetry.Config, error) {
+	if o.rawRetention <= 0 {
+		return telemetry.Config{}, usageError{fmt.Errorf("--telemetry-raw-retention %s: want a duration such as 24h", o.rawRetention)}
+	}
+	rollups, err := parseDays(o.rollupRetention)
+	if err != nil || rollups <= 0 {
+		return telemetry.Config{}, usageError{fmt.Errorf("--telemetry-rollup-retention %q: want a number of days such as 90d", o.rollupRetention)}
+	}
+	cfg := telemetry.Config{RawRetention: o.rawRetention, MinuteRetention: rollups, HourRetention: rollups}
+	if err := cfg.Validate(); err != nil {
+		return telemetry.Config{}, usageError{fmt.Errorf("--telemetry-raw-retention %s, --telemetry-rollup-retention %s: %w", o.rawRetention, o.rollupRetention, err)}
+	}
+	return cfg, nil
 }
 
 // controlPlane is what serve's leader runs, for the router to call too.
 type controlPlane struct {
 	dispatch   *dispatch.Service
 	governance *governance.Service
+	// telemetry is the GPU history as the flags keep it, for the pages to chart.
+	telemetry *telemetry.Service
 	// wait returns once every loop stopped.
 	wait func()
 }
@@ -74,7 +103,11 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 		return nil, err
 	}
 	sched := dispatch.NewPlacer(core)
-	tel, err := telemetry.New(st, telemetry.Config{})
+	tcfg, err := o.telemetryConfig()
+	if err != nil {
+		return nil, err
+	}
+	tel, err := telemetry.New(st, tcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +164,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 			}
 		}()
 	}
-	return &controlPlane{dispatch: d, governance: gov, wait: wg.Wait}, nil
+	return &controlPlane{dispatch: d, governance: gov, telemetry: tel, wait: wg.Wait}, nil
 }
 
 // lead runs fn whenever this replica holds the leader lock, until ctx ends; a

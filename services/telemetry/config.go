@@ -32,6 +32,12 @@ func DefaultConfig() Config {
 	}
 }
 
+// Validate says whether New would take c.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults fills the zero fields and checks that the windows fit together.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
