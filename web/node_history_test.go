@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
 )
 
 // A node's page charts each GPU's utilisation, memory, power and temperature from its
@@ -30,34 +33,7 @@ func TestNodePageChartsGPUHistoryWithHealthEvents(t *testing.T) {
 		if err != nil || len(devs) != 2 {
 			t.Fatalf("devices of gpu-1 = %d, %v", len(devs), err)
 		}
-		all := models.ReportedUtil | models.ReportedMemory | models.ReportedPower | models.ReportedTemperature | models.ReportedECC
-		start := time.Now().UTC().Add(-40 * time.Minute).Truncate(time.Second)
-		var rows []models.TelemetrySample
-		for i := range 20 {
-			at := start.Add(time.Duration(i) * time.Minute)
-			for d, dev := range devs {
-				r := models.TelemetrySample{NodeID: n.ID, DeviceUUID: dev.UUID, At: at, Resolution: models.ResolutionRaw, Samples: 1, Reported: all,
-					UtilPct: 50, UtilMinPct: 50, UtilMaxPct: 50, MemUsedMiB: 40960, MemMinMiB: 40960, MemMaxMiB: 40960,
-					PowerW: 300, PowerMinW: 300, PowerMaxW: 300, TempC: 60, TempMinC: 60, TempMaxC: 60}
-				if d == 1 && i >= 10 && i < 13 {
-					r.TempC, r.TempMinC, r.TempMaxC = 90, 90, 90
-				}
-				if d == 1 && i == 15 {
-					r.XIDCount, r.LastXID = 1, 79
-					r.ECCErrors = 4
-				}
-				if d == 1 && i > 15 {
-					r.ECCErrors = 4
-				}
-				rows = append(rows, r)
-			}
-		}
-		// An hour before the window: not shown over the last hour.
-		old := rows[0]
-		old.At, old.XIDCount, old.LastXID = start.Add(-time.Hour), 1, 13
-		if err := st.InsertTelemetry(ctx, append(rows, old)); err != nil {
-			t.Fatal(err)
-		}
+		start := seedNodeHistory(t, st, n.ID, devs)
 		admin := s.signIn("admin", s.password)
 		res, body := s.send(admin, "GET", "/admin/nodes/gpu-1", "", nil)
 		wantStatus(t, "node page", res, http.StatusOK)
@@ -103,4 +79,88 @@ func TestNodePageChartsGPUHistoryWithHealthEvents(t *testing.T) {
 			t.Errorf("an unknown window = %d; want 400 naming it and the windows", res.StatusCode)
 		}
 	})
+}
+
+// seedNodeHistory stores 20 minutes of raw samples of a node's two GPUs, from 40
+// minutes ago: the second GPU at 90 °C for 3 of them, then an XID 79 with its
+// uncorrected ECC count going from 0 to 4; and an XID 13 an hour before. It returns
+// when the samples start.
+func seedNodeHistory(t *testing.T, st *store.Store, nodeID int64, devs []models.GPUDevice) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	all := models.ReportedUtil | models.ReportedMemory | models.ReportedPower | models.ReportedTemperature | models.ReportedECC
+	start := time.Now().UTC().Add(-40 * time.Minute).Truncate(time.Second)
+	var rows []models.TelemetrySample
+	for i := range 20 {
+		at := start.Add(time.Duration(i) * time.Minute)
+		for d, dev := range devs {
+			r := models.TelemetrySample{NodeID: nodeID, DeviceUUID: dev.UUID, At: at, Resolution: models.ResolutionRaw, Samples: 1, Reported: all,
+				UtilPct: 50, UtilMinPct: 50, UtilMaxPct: 50, MemUsedMiB: 40960, MemMinMiB: 40960, MemMaxMiB: 40960,
+				PowerW: 300, PowerMinW: 300, PowerMaxW: 300, TempC: 60, TempMinC: 60, TempMaxC: 60}
+			if d == 1 && i >= 10 && i < 13 {
+				r.TempC, r.TempMinC, r.TempMaxC = 90, 90, 90
+			}
+			if d == 1 && i == 15 {
+				r.XIDCount, r.LastXID = 1, 79
+				r.ECCErrors = 4
+			}
+			if d == 1 && i > 15 {
+				r.ECCErrors = 4
+			}
+			rows = append(rows, r)
+		}
+	}
+	// An hour before the window: not shown over the last hour.
+	old := rows[0]
+	old.At, old.XIDCount, old.LastXID = start.Add(-time.Hour), 1, 13
+	if err := st.InsertTelemetry(ctx, append(rows, old)); err != nil {
+		t.Fatal(err)
+	}
+	return start
+}
+
+// In a real browser on a phone, a node's page draws its GPUs' charts and lists their
+// health events within the screen's width, and its window links change the window.
+func TestNodeHistoryInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newDispatchSite(t, st)
+	s.join("gpu-1", "2xA100-80GB")
+	n, err := st.NodeByName(t.Context(), "gpu-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := st.DevicesOfNodes(t.Context(), []int64{n.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedNodeHistory(t, st, n.ID, devs)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(s.srv.URL+"/admin/nodes/gpu-1"),
+		chromedp.WaitVisible("[data-testid=chart-gpu-temperature] polyline"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=chart-gpu-temperature] polyline").length`))
+	width := run(t, ctx, chromedp.Evaluate[float64](`document.querySelector("[data-testid=chart-gpu-util] polyline").getBoundingClientRect().width`))
+	events := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=health-events] tbody tr").length`))
+	overflow := run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	if lines != 2 || width < 200 || events != 3 {
+		t.Errorf("temperature lines %d, utilisation line %.0f px wide, %d health events; want 2 lines across the plot and 3 events", lines, width, events)
+	}
+	if overflow {
+		wide := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).filter(e => !e.closest(".scroll")).slice(0, 8).map(e => e.tagName + "." + e.className + "#" + e.id + "[" + (e.getAttribute("data-testid")||"") + "] " + Math.round(e.getBoundingClientRect().right))`))
+		sw := run(t, ctx, chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth]`))
+		t.Errorf("the node page is wider than a phone's screen (%v): %v", sw, wide)
+	}
+	browsertest.Screenshot(t, ctx, "node-history")
+	if err := chromedp.Do(ctx, chromedp.Click(`a[href="/admin/nodes/gpu-1?window=24h"]`), chromedp.WaitVisible("[data-testid=no-gpu-history]")); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, ctx, chromedp.Text(`nav[aria-label="Chart window"] [aria-current=page]`)); got != "last 24h" {
+		t.Errorf("the window shown is %q; want last 24h", got)
+	}
 }
