@@ -109,7 +109,7 @@ var submitFlags = []struct {
 }{
 	{"project", "project", "string", "project to run in"},
 	{"name", "name", "string", "name of the job"},
-	{"kind", "kind", "string", "training (default), inference or batch"},
+	{"kind", "kind", "string", "training, inference or batch (steers to suited GPU models when none is named)"},
 	{"image", "image", "string", "catalog image name, or a reference where the project allows custom images"},
 	{"priority-class", "priority_class", "string", "priority class: production, research or test"},
 	{"gpus", "resources.gpus", "int", "whole GPUs per replica"},

@@ -16,8 +16,9 @@ import (
 type Spec struct {
 	Project string `json:"project"`
 	Name    string `json:"name"`
-	// Kind is training (the default), inference or batch: inference jobs' pages chart
-	// the latency and throughput they report.
+	// Kind is training, inference or batch, or empty for none said. The scheduler
+	// steers a kind that names no GPU model towards the models suited to it, and an
+	// inference job's page charts the latency and throughput it reports.
 	Kind          string            `json:"kind,omitempty"`
 	Image         string            `json:"image,omitempty"`
 	Command       []string          `json:"command"`

@@ -62,9 +62,7 @@ func (s *Spec) Validate() error {
 		return models.Invalid("expected_run_sec", "must be between 0 (unknown) and %d seconds (90 days)", MaxExpectedRun)
 	}
 	switch s.Kind {
-	case "":
-		s.Kind = models.KindTraining
-	case models.KindTraining, models.KindInference, models.KindBatch:
+	case "", models.KindTraining, models.KindInference, models.KindBatch:
 	default:
 		return models.Invalid("kind", "%q is not a kind of job: training, inference or batch", s.Kind)
 	}
