@@ -30,7 +30,7 @@ var jobTransitions = map[string][]string{
 	JobHeld:       {JobQueued, JobCancelled},
 	JobScheduled:  {JobRunning, JobQueued, JobPreempting, JobSucceeded, JobFailed, JobCancelled},
 	JobRunning:    {JobSucceeded, JobFailed, JobCancelled, JobPreempting, JobQueued},
-	JobPreempting: {JobQueued, JobSucceeded, JobFailed, JobCancelled},
+	JobPreempting: {JobQueued, JobHeld, JobSucceeded, JobFailed, JobCancelled}, // held: a person held it while it ran
 }
 
 // CanTransition reports whether a job may move from one state to another.

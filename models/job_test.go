@@ -6,7 +6,8 @@ func TestJobTransitions(t *testing.T) {
 	allowed := [][2]string{
 		{JobQueued, JobScheduled}, {JobScheduled, JobRunning}, {JobRunning, JobSucceeded},
 		{JobRunning, JobPreempting}, {JobPreempting, JobQueued}, {JobQueued, JobHeld}, {JobHeld, JobQueued},
-		{JobRunning, JobQueued}, // node lost: requeued
+		{JobRunning, JobQueued},  // node lost: requeued
+		{JobPreempting, JobHeld}, // held while it ran: checkpointed, then held
 	}
 	for _, p := range allowed {
 		if !CanTransition(p[0], p[1]) {

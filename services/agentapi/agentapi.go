@@ -56,6 +56,9 @@ const (
 	// StopReclaim: the node's provider reclaims it (a spot interruption); the job
 	// checkpoints within the notice and resumes elsewhere.
 	StopReclaim = "reclaim"
+	// StopHold: a person held the job while it ran; it checkpoints, stops and stays
+	// held until released.
+	StopHold = "hold"
 )
 
 // Report events.

@@ -7,22 +7,77 @@ import (
 	"strconv"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// ErrWrongState: the job is not in the state the action needs (hold a queued job,
-// release a held one).
+// ErrWrongState: the job is not in the state the action needs (hold a queued or
+// running job, release a held one).
 var ErrWrongState = errors.New("the job is not in a state that allows this")
 
-// HoldJob keeps a queued job from being scheduled until it is released; actor is
-// recorded on its event and audited. Only a queued job can be held (one that runs is
-// cancelled, or stopped by governance): ErrWrongState otherwise.
+// HoldJob keeps a job from running until it is released; actor is recorded on its
+// events and audited. A queued job is held at once. A scheduled or running one is
+// asked to checkpoint and stop, with its class's grace as for a preemption, and is
+// held rather than requeued once its attempt ended (the job is preempting until
+// then); released, it resumes from its checkpoint. ErrWrongState for a job that is
+// already held, stopping or finished.
 func (s *Service) HoldJob(ctx context.Context, jobID int64, actor, message string) (*models.Job, error) {
-	if message == "" {
-		message = "held by " + actor + "; release it to queue it again"
+	var job *models.Job
+	var touched []int64
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		j, err := tx.JobByID(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		switch j.State {
+		case models.JobQueued:
+			if message == "" {
+				message = "held by " + actor + "; release it to queue it again"
+			}
+			err = tx.TransitionJob(ctx, jobID, store.Transition{From: j.State, To: models.JobHeld, Reason: "held", Message: message, Actor: actor})
+		case models.JobScheduled, models.JobRunning:
+			if message == "" {
+				message = fmt.Sprintf("held by %s: attempt %d checkpoints and stops, then the job stays held until released", actor, j.Attempt)
+			}
+			touched, err = s.stopAttempt(ctx, tx, j, agentapi.StopHold, actor, message)
+		default:
+			return fmt.Errorf("%w: it is %s; only a queued, scheduled or running job can be held", ErrWrongState, j.State)
+		}
+		if errors.Is(err, store.ErrStale) {
+			return fmt.Errorf("%w: it changed meanwhile", ErrWrongState)
+		}
+		if err != nil {
+			return err
+		}
+		if job, err = tx.JobByID(ctx, jobID); err != nil {
+			return err
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.held", ObjectType: "job", ObjectID: strconv.FormatInt(jobID, 10),
+			ProjectID: &job.ProjectID, Detail: map[string]any{"message": message, "stopping": len(touched)}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hold job %d: %w", jobID, err)
 	}
-	return s.move(ctx, jobID, models.JobQueued, models.JobHeld, "held", actor, message, "job.held")
+	s.nodes.notify(touched...)
+	return job, nil
+}
+
+// holdStopped holds a job whose attempt checkpointed and stopped because a person
+// held it while it ran, in the name of who held it.
+func (s *Service) holdStopped(ctx context.Context, tx *store.Store, job *models.Job) error {
+	evs, err := tx.JobEvents(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	actor := "system"
+	for _, ev := range evs {
+		if ev.ToState == models.JobPreempting && ev.Reason == agentapi.StopHold {
+			actor = ev.Actor
+		}
+	}
+	return s.decide(ctx, tx, job, store.Transition{From: job.State, To: models.JobHeld, Reason: "held", Actor: actor,
+		Message: fmt.Sprintf("held by %s: attempt %d stopped; release it to resume from its checkpoint", actor, job.Attempt)})
 }
 
 // ReleaseJob puts a held job back in the queue, where it keeps its place by age.

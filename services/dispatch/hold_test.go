@@ -3,9 +3,11 @@ package dispatch_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -37,9 +39,12 @@ func TestHoldAndRelease(t *testing.T) {
 		}
 		e.svc.Tick(e.ctx)
 		e.wantState(j.ID, models.JobScheduled)
-		if _, err := e.svc.HoldJob(e.ctx, j.ID, "user:ada", ""); !errors.Is(err, dispatch.ErrWrongState) {
-			t.Fatalf("hold of a scheduled job: %v, want ErrWrongState", err)
+		// Scheduled but not started: nothing to checkpoint, so it is held at once.
+		if held, err := e.svc.HoldJob(e.ctx, j.ID, "user:ada", ""); err != nil || held.State != models.JobHeld {
+			t.Fatalf("hold of a scheduled job = %+v, %v", held, err)
 		}
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobHeld)
 		evs, err := st.JobEvents(e.ctx, j.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -48,9 +53,66 @@ func TestHoldAndRelease(t *testing.T) {
 		for _, ev := range evs {
 			seen = append(seen, ev.ToState+"/"+ev.Reason+"/"+ev.Actor)
 		}
-		want := []string{"queued/submitted/user:ada", "held/held/user:ada", "queued/released/user:bob", "scheduled/scheduled/scheduler"}
+		want := []string{"queued/submitted/user:ada", "held/held/user:ada", "queued/released/user:bob", "scheduled/scheduled/scheduler",
+			"preempting/hold/user:ada", "held/held/user:ada"}
 		if !slices.Equal(seen, want) {
 			t.Fatalf("events = %v, want %v", seen, want)
+		}
+		if acts := e.auditActions(); !slices.Contains(acts, "job.held") || !slices.Contains(acts, "job.released") {
+			t.Fatalf("audit = %v", acts)
+		}
+	})
+}
+
+// Held while it runs, a job is asked to checkpoint and stop with its class's grace,
+// as a preemption is; once its attempt ended it is held, not requeued, in the name
+// of who held it, and stays so through ticks. Released, it runs a next attempt
+// without a retry spent. A job that is stopping cannot be held again.
+func TestHoldOfARunningJobCheckpointsAndHolds(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "1xL4-24GB")
+		j := e.submit("train", 1)
+		e.svc.Tick(e.ctx)
+		ref := agentapi.AttemptRef{JobID: j.ID, Attempt: 1}
+		e.mustReport(n, ref, agentapi.EventStarted, nil)
+		stopping, err := e.svc.HoldJob(e.ctx, j.ID, "user:ada", "")
+		if err != nil || stopping.State != models.JobPreempting {
+			t.Fatalf("hold of a running job = %+v, %v; want it preempting", stopping, err)
+		}
+		l := e.leases(n).Allocations
+		if len(l) != 1 || l[0].Stop == nil || l[0].Stop.Reason != agentapi.StopHold || l[0].Stop.GraceMS != 120000 {
+			t.Fatalf("lease = %+v, want a checkpoint-then-stop for the hold with the class's grace", l)
+		}
+		if _, err := e.svc.HoldJob(e.ctx, j.ID, "user:bob", ""); !errors.Is(err, dispatch.ErrWrongState) {
+			t.Fatalf("hold of a stopping job: %v, want ErrWrongState", err)
+		}
+		e.mustReport(n, ref, agentapi.EventExited, code(0))
+		held := e.wantState(j.ID, models.JobHeld)
+		if held.Retries != 0 || held.StateReason != "held" {
+			t.Fatalf("held job = %q, %d retries; want held without a retry spent", held.StateReason, held.Retries)
+		}
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobHeld)
+		if len(e.leases(n).Allocations) != 0 {
+			t.Fatalf("the held job still has a lease: %+v", e.leases(n).Allocations)
+		}
+		evs, err := st.JobEvents(e.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := evs[len(evs)-2:]
+		if last[0].ToState != models.JobPreempting || last[0].Actor != "user:ada" || !strings.HasPrefix(last[0].Message, "held by user:ada") ||
+			last[1].ToState != models.JobHeld || last[1].Actor != "user:ada" || !strings.HasPrefix(last[1].Message, "held by user:ada") {
+			t.Fatalf("last events = %+v, want preempting then held, both held by user:ada", last)
+		}
+		if _, err := e.svc.ReleaseJob(e.ctx, j.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		if got := e.wantState(j.ID, models.JobScheduled); got.Attempt != 2 || got.Retries != 0 {
+			t.Fatalf("released job = attempt %d, %d retries; want attempt 2 without a retry spent", got.Attempt, got.Retries)
 		}
 		if acts := e.auditActions(); !slices.Contains(acts, "job.held") || !slices.Contains(acts, "job.released") {
 			t.Fatalf("audit = %v", acts)

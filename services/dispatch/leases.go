@@ -154,7 +154,7 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 // checkpoint: it will resume. A cancelled job, or a replica whose gang failed, will not.
 func checkpoints(reason string) bool {
 	return reason == agentapi.StopPreempt || reason == agentapi.StopDrain || reason == agentapi.StopGovernance || reason == agentapi.StopReclaim ||
-		reason == agentapi.StopRelease
+		reason == agentapi.StopRelease || reason == agentapi.StopHold
 }
 
 func stopMessage(reason string) string {
@@ -173,6 +173,8 @@ func stopMessage(reason string) string {
 		return "a governance rule releases this idle job's GPUs; it goes back to the queue and resumes from its checkpoint"
 	case agentapi.StopReclaim:
 		return "the node's provider reclaims it (spot interruption); the job will resume elsewhere from its checkpoint"
+	case agentapi.StopHold:
+		return "the job is held; it resumes from its checkpoint when released"
 	}
 	return reason
 }

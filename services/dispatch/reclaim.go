@@ -70,7 +70,7 @@ func (s *Service) Reclaim(ctx context.Context, name string, deadline time.Time, 
 				continue
 			}
 			stopped[a.JobID] = true
-			more, err := s.stopAttempt(ctx, tx, job, agentapi.StopReclaim,
+			more, err := s.stopAttempt(ctx, tx, job, agentapi.StopReclaim, "system",
 				fmt.Sprintf("node %s is reclaimed by its provider at %s: %s", node.Name, d.Format(time.RFC3339), reason))
 			if err != nil && !errors.Is(err, store.ErrStale) {
 				return err

@@ -55,6 +55,8 @@ func (s *Service) settle(ctx context.Context, tx *store.Store, jobID int64, atte
 	switch {
 	case failed != nil:
 		return nil, s.fail(ctx, tx, job, failed, detail)
+	case requeue == agentapi.StopHold:
+		return nil, s.holdStopped(ctx, tx, job)
 	case requeue != "":
 		reason, msg := "preempted", fmt.Sprintf("attempt %d was preempted; the job waits to resume from its checkpoint", attempt)
 		switch requeue {

@@ -14,14 +14,14 @@ import (
 )
 
 // stopAttempt asks every active allocation of the job's current attempt to stop
-// for reason, moving the job to preempting: it will go back to the queue, to
-// resume from its checkpoint, once they ended. An allocation not started yet ends
-// at once. It returns the nodes whose leases changed.
-func (s *Service) stopAttempt(ctx context.Context, tx *store.Store, job *models.Job, reason, message string) ([]int64, error) {
+// for reason, moving the job to preempting for actor: it will go back to the queue
+// (or be held), to resume from its checkpoint, once they ended. An allocation not
+// started yet ends at once. It returns the nodes whose leases changed.
+func (s *Service) stopAttempt(ctx context.Context, tx *store.Store, job *models.Job, reason, actor, message string) ([]int64, error) {
 	if job.State != models.JobRunning && job.State != models.JobScheduled {
 		return nil, fmt.Errorf("%w: job %d is %s, not running", store.ErrStale, job.ID, job.State)
 	}
-	err := tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobPreempting, Reason: reason, Message: message, Actor: "system"})
+	err := tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobPreempting, Reason: reason, Message: message, Actor: actor})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (s *Service) governanceStop(ctx context.Context, jobID int64, stopReason, a
 		if err != nil {
 			return err
 		}
-		if touched, err = s.stopAttempt(ctx, tx, job, stopReason, reason); err != nil {
+		if touched, err = s.stopAttempt(ctx, tx, job, stopReason, "system", reason); err != nil {
 			return err
 		}
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "job", ObjectID: strconv.FormatInt(jobID, 10),
@@ -104,7 +104,7 @@ func (s *Service) preempt(ctx context.Context, tx *store.Store, ps []Preemption)
 			s.log.Error("scheduler preempted a job that is not preemptible", "job", job.ID)
 			continue
 		}
-		touched, err := s.stopAttempt(ctx, tx, job, agentapi.StopPreempt, p.Reason)
+		touched, err := s.stopAttempt(ctx, tx, job, agentapi.StopPreempt, "system", p.Reason)
 		if errors.Is(err, store.ErrStale) {
 			continue
 		}
@@ -147,7 +147,7 @@ func (s *Service) stopDrainedNodes(ctx context.Context) error {
 					continue
 				}
 				why := fmt.Sprintf("node %s is draining and its deadline passed", n.Name)
-				more, err := s.stopAttempt(ctx, tx, job, agentapi.StopDrain, why)
+				more, err := s.stopAttempt(ctx, tx, job, agentapi.StopDrain, "system", why)
 				if errors.Is(err, store.ErrStale) {
 					continue
 				}
