@@ -250,7 +250,7 @@ func jobActions(p Page, d JobPageData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if d.CanWrite && d.Job.State == "queued" {
+		if d.CanWrite && (d.Job.State == "queued" || d.Job.State == "scheduled" || d.Job.State == "running") {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

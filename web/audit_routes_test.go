@@ -343,6 +343,14 @@ var mutations = map[string]func(w *world) change{
 		j := w.job(models.JobQueued)
 		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/cancel", j.ID), action: "job.cancelled", object: "job", id: fmt.Sprint(j.ID)}
 	},
+	"POST /api/v1/jobs/:id/hold": func(w *world) change {
+		j := w.job(models.JobQueued)
+		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/hold", j.ID), action: "job.held", object: "job", id: fmt.Sprint(j.ID)}
+	},
+	"POST /api/v1/jobs/:id/release": func(w *world) change {
+		j := w.job(models.JobHeld)
+		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/release", j.ID), action: "job.released", object: "job", id: fmt.Sprint(j.ID)}
+	},
 	"POST /api/v1/nodes/:name/state": func(w *world) change {
 		n := w.node()
 		return change{as: models.RoleAdmin, path: "/api/v1/nodes/" + n.Name + "/state", json: `{"state": "cordoned", "reason": "fan"}`,

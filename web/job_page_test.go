@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -85,7 +87,7 @@ func TestJobPage(t *testing.T) {
 			t.Fatalf("page of a held job: %s", body)
 		}
 		res, _ = s.send(ada, "POST", page+"/hold", url.Values{"csrf_token": {token}}.Encode(), nil)
-		if !strings.Contains(res.Header.Get("Location"), url.QueryEscape("Only a queued job can be held; this one is held")) {
+		if !strings.Contains(res.Header.Get("Location"), url.QueryEscape("Only a queued or running job can be held; this one is held")) {
 			t.Fatalf("hold of a held job → %q", res.Header.Get("Location"))
 		}
 		s.send(ada, "POST", page+"/release", url.Values{"csrf_token": {token}}.Encode(), nil)
@@ -182,6 +184,107 @@ func TestJobPage(t *testing.T) {
 		res, _ = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)
 		if _, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil); !strings.Contains(body, "⊘ cancelled") || !strings.Contains(body, "cancelled by ada") {
 			t.Fatalf("page after cancel: %s", body)
+		}
+	})
+}
+
+// Held from its page while it runs, a job's attempt is asked to checkpoint and stop;
+// the page says so, and once the attempt ended it shows the job held by who held it,
+// with Release. The API holds and releases the same way, and answers 409 for a job in
+// a state that does not allow it; a viewer may do neither.
+func TestJobPageHoldsARunningJob(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		token := s.csrf(ada, "/jobs/new")
+		f := jobForm(token)
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		page := "/jobs/" + m[1]
+		node := s.join("gpu-a", "2xA100-80GB")
+		s.disp.Tick(ctx)
+		start := func() agentapi.AttemptRef {
+			t.Helper()
+			leases, err := s.disp.Leases(ctx, node, "", 0)
+			if err != nil || len(leases.Allocations) != 1 {
+				t.Fatalf("leases = %+v, %v", leases, err)
+			}
+			ref := leases.Allocations[0].AttemptRef
+			if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+				t.Fatal(err)
+			}
+			return ref
+		}
+		ref := start()
+		if _, body := s.send(ada, "GET", page, "", nil); !strings.Contains(body, "▶ running") || !strings.Contains(body, ">Hold</button>") {
+			t.Fatalf("page of a running job: %s", body)
+		}
+		res, _ = s.send(ada, "POST", page+"/hold", url.Values{"csrf_token": {token}}.Encode(), nil)
+		if !strings.Contains(res.Header.Get("Location"), url.QueryEscape("Holding: the running attempt is asked to checkpoint and stop")) {
+			t.Fatalf("hold of a running job → %q", res.Header.Get("Location"))
+		}
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 || leases.Allocations[0].Stop == nil || leases.Allocations[0].Stop.Reason != agentapi.StopHold {
+			t.Fatalf("lease after the hold = %+v, %v", leases, err)
+		}
+		if _, body := s.send(ada, "GET", page, "", nil); !strings.Contains(body, "preempting") || !strings.Contains(body, "held by user:ada: attempt 1 checkpoints and stops") ||
+			strings.Contains(body, ">Hold</button>") {
+			t.Fatalf("page of a job being held: %s", body)
+		}
+		exit := 0
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+			t.Fatal(err)
+		}
+		s.disp.Tick(ctx)
+		if _, body := s.send(ada, "GET", page, "", nil); !strings.Contains(body, "⏸ held") || !strings.Contains(body, ">Release</button>") ||
+			!strings.Contains(body, "held by user:ada: attempt 1 stopped; release it to resume from its checkpoint") {
+			t.Fatalf("page of a job held while it ran: %s", body)
+		}
+
+		// The API, released and held again while it runs; a viewer is refused.
+		secret, _, err := s.id.CreateToken(ctx, userByName(t, st, "ada"), "cli", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + secret}
+		api := "/api/v1" + page
+		state := func(body string) string {
+			t.Helper()
+			var j struct{ State string }
+			if err := json.Unmarshal([]byte(body), &j); err != nil {
+				t.Fatalf("%v in %s", err, body)
+			}
+			return j.State
+		}
+		if res, body := s.send(s.browser(), "POST", api+"/hold", "", bearer); res.StatusCode != http.StatusConflict || !strings.Contains(body, `"code":"wrong_state"`) ||
+			!strings.Contains(body, "is held; only a queued, scheduled or running job can be held") {
+			t.Fatalf("API hold of a held job = %d %s", res.StatusCode, body)
+		}
+		if res, body := s.send(s.browser(), "POST", api+"/release", "", bearer); res.StatusCode != 200 || state(body) != models.JobQueued {
+			t.Fatalf("API release = %d %s", res.StatusCode, body)
+		}
+		if res, body := s.send(s.browser(), "POST", api+"/release", "", bearer); res.StatusCode != http.StatusConflict || !strings.Contains(body, "only a held job can be released") {
+			t.Fatalf("API release of a queued job = %d %s", res.StatusCode, body)
+		}
+		s.disp.Tick(ctx)
+		start()
+		if res, body := s.send(s.browser(), "POST", api+"/hold", "", bearer); res.StatusCode != 200 || state(body) != models.JobPreempting {
+			t.Fatalf("API hold of a running job = %d %s", res.StatusCode, body)
+		}
+		s.user("vic", "default", models.RoleViewer)
+		view, _, err := s.id.CreateToken(ctx, userByName(t, st, "vic"), "cli", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := s.send(s.browser(), "POST", api+"/release", "", map[string]string{"Authorization": "Bearer " + view}); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("API release as a viewer = %d", res.StatusCode)
 		}
 	})
 }

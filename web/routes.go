@@ -164,6 +164,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
+		{"POST", "/api/v1/jobs/:id/hold", InProjectOfJob(authz.Jobs, authz.Write), h.JobHoldAPI},
+		{"POST", "/api/v1/jobs/:id/release", InProjectOfJob(authz.Jobs, authz.Write), h.JobReleaseAPI},
 		// A running job reports its metrics and checkpoints with its own job token.
 		{"POST", "/api/v1/jobs/:id/metrics", JobToken(), h.Job(h.JobMetricsCreate)},
 

@@ -21,9 +21,9 @@ import (
 func newJobCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job",
-		Short: "Submit, list, follow and cancel jobs on a Gantry server (after gantry login)",
+		Short: "Submit, list, follow, hold, release and cancel jobs on a Gantry server (after gantry login)",
 	}
-	cmd.AddCommand(newJobSubmitCmd(), newJobLsCmd(), newJobGetCmd(), newJobLogsCmd(), newJobCancelCmd())
+	cmd.AddCommand(newJobSubmitCmd(), newJobLsCmd(), newJobGetCmd(), newJobLogsCmd(), newJobCancelCmd(), newJobHoldCmd(), newJobReleaseCmd())
 	return cmd
 }
 
@@ -507,10 +507,24 @@ func newJobLogsCmd() *cobra.Command {
 }
 
 func newJobCancelCmd() *cobra.Command {
+	return newJobActionCmd("cancel", "Cancel a job (a running one is asked to checkpoint, then stopped)")
+}
+
+func newJobHoldCmd() *cobra.Command {
+	return newJobActionCmd("hold", "Hold a job: a queued one does not start, a running one checkpoints and stops; both wait for release")
+}
+
+func newJobReleaseCmd() *cobra.Command {
+	return newJobActionCmd("release", "Queue a held job again; it resumes from its checkpoint if it saved one")
+}
+
+// newJobActionCmd is a job verb that POSTs to /api/v1/jobs/ID/verb and says the
+// state the job is in after it.
+func newJobActionCmd(verb, short string) *cobra.Command {
 	var o clientOpts
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a job (a running one is asked to checkpoint, then stopped)",
+		Use:   verb + " ID",
+		Short: short,
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := jobID(args)
@@ -521,9 +535,9 @@ func newJobCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := c.call(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/cancel", id), nil, nil)
+			raw, err := c.call(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/%s", id, verb), nil, nil)
 			if err != nil {
-				return fmt.Errorf("cancel job %d: %w", id, err)
+				return fmt.Errorf("%s job %d: %w", verb, id, err)
 			}
 			if o.output != "table" {
 				return printRaw(cmd.OutOrStdout(), o.output, raw)
