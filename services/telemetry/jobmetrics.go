@@ -35,7 +35,7 @@ const (
 
 var metricName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$`)
 
-// ErrJobNotRunning: metrics for a job that is not running (nor just finished).
+// ErrJobNotRunning: metrics for a job that is not running (nor starting, nor just finished).
 var ErrJobNotRunning = errors.New("job is not running")
 
 // MetricPoint is what a job reports at one step: named scalars such as loss and
@@ -98,6 +98,8 @@ func (s *Service) checkJobReporting(now time.Time, job *models.Job) error {
 	switch {
 	case job.State == models.JobRunning || job.State == models.JobPreempting:
 		return nil
+	case job.State == models.JobScheduled:
+		return nil // its process runs already; the agent's report that it started is on its way
 	case models.IsTerminal(job.State) && job.FinishedAt != nil && now.Sub(*job.FinishedAt) <= s.cfg.MaxClockSkew:
 		return nil // the last report of a job that just exited
 	}

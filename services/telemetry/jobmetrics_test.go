@@ -162,7 +162,17 @@ func TestJobMetricsOnlyWhileTheJobRuns(t *testing.T) {
 		if _, err := svc.RecordJobMetrics(ctx, time.Now(), queued, batch); !errors.Is(err, telemetry.ErrJobNotRunning) || !strings.Contains(err.Error(), "is queued") {
 			t.Errorf("queued job: %v, want ErrJobNotRunning", err)
 		}
-		job := runningJob(t, s, f)
+		// A job's process may report before the agent's report that it started.
+		must(t, s.TransitionJob(ctx, f.job.ID, store.Transition{From: models.JobQueued, To: models.JobScheduled, Attempt: 1}))
+		starting, err := s.JobByID(ctx, f.job.ID)
+		must(t, err)
+		early := telemetry.MetricBatch{Points: []telemetry.MetricPoint{{Step: 0, Values: map[string]float64{"loss": 2}}}}
+		if res, err := svc.RecordJobMetrics(ctx, time.Now(), starting, early); err != nil || res.Stored != 1 {
+			t.Errorf("a job whose start is not reported yet: %+v, %v; want stored", res, err)
+		}
+		must(t, s.TransitionJob(ctx, f.job.ID, store.Transition{From: models.JobScheduled, To: models.JobRunning}))
+		job, err := s.JobByID(ctx, f.job.ID)
+		must(t, err)
 		must(t, s.TransitionJob(ctx, job.ID, store.Transition{From: models.JobRunning, To: models.JobSucceeded}))
 		done, err := s.JobByID(ctx, job.ID)
 		must(t, err)
