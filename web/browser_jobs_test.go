@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,11 +115,11 @@ func TestJobsInBrowser(t *testing.T) {
 	// The job prints a line, then waits for the test to let it finish: its output must
 	// show while it runs.
 	script := "/bin/sh -c 'echo first line; while [ ! -e " + marker + " ]; do sleep 0.1; done; echo second line'"
-	err = chromedp.Do(ctx,
-		chromedp.Clear("#f-command"),
-		chromedp.SendKeys("#f-command", script),
-	)
-	if err != nil {
+	// The field is found when the value is set, not beforehand: a node id chromedp holds
+	// from the page before the submit can be gone by then ("Could not find node").
+	set := `(() => { const e = document.querySelector("#f-command"); e.value = ` + strconv.Quote(script) + `;
+		e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](set)); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=preview-start]", "Yes: it would start now on node browser-node", 15*time.Second)
