@@ -100,6 +100,25 @@ const (
 	DeliveryFailed  = "failed"
 )
 
+// OutboxMail is an e-mail to a person, queued with the change that calls for it and sent
+// with back-off like an AlertDelivery; its state is one of the Delivery states.
+type OutboxMail struct {
+	ID            int64
+	ToAddress     string
+	Subject       string
+	Body          string
+	Link          string // the portal path it is about, e.g. /feedback/12
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	SentAt        *time.Time
+	CreatedAt     time.Time
+}
+
+// TableName keeps the name of the migration.
+func (OutboxMail) TableName() string { return "mail_outbox" }
+
 // AlertDelivery is one alert's notification through one channel, retried with back-off.
 type AlertDelivery struct {
 	ID            int64

@@ -109,7 +109,7 @@ func NewRouter(cfg Config) http.Handler {
 		Audit:         al,
 		Metrics:       cfg.Metrics,
 		Images:        images.New(cfg.Store, al),
-		Feedback:      feedback.New(cfg.Store, al, nil, cfg.Log, now),
+		Feedback:      feedback.New(cfg.Store, al, gov, now),
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		Telemetry:     cfg.Telemetry,
 		Quotas:        quotas.New(cfg.Store, al),

@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
@@ -28,7 +29,9 @@ import (
 // A running `gantry serve` meters the job its agent ran into the ledger, to the
 // micro-unit, and its budget rule fires: the alert is posted to a real webhook
 // receiver and e-mailed through a real SMTP server that wants a password, which
-// comes from the environment and shows in no log.
+// comes from the environment and shows in no log. An answer to feedback whose e-mail
+// another process queued in the database (a replica, or a server before a restart) is
+// e-mailed by serve's leader.
 func TestServeMetersJobsAndFiresRules(t *testing.T) {
 	dir := t.TempDir()
 	if _, stderr, code := gantry(t, nil, "migrate", "--data-dir", dir); code != 0 {
@@ -44,6 +47,7 @@ func TestServeMetersJobsAndFiresRules(t *testing.T) {
 		"--meter-every", "200ms", "--rules-every", "200ms", "--public-url", "http://gantry.test",
 		"--smtp-host", "127.0.0.1", "--smtp-port", mail.port, "--smtp-from", "Gantry <gantry@example.com>", "--smtp-user", "gantry")
 	a := api{t: t, url: url, token: apiToken(t, dir)}
+	feedbackID := answerFeedback(t, ctx, dir)
 	body, _ := json.Marshal(map[string]any{"project": "detect", "name": "metered", "command": []string{"/bin/sh", "-c", "sleep 3"},
 		"resources": map[string]int{"gpus": 1}})
 	status, out := a.do(http.MethodPost, "/api/v1/jobs", string(body))
@@ -117,6 +121,21 @@ func TestServeMetersJobsAndFiresRules(t *testing.T) {
 		!strings.Contains(msg.data, fmt.Sprintf("http://gantry.test/alerts/%d", id)) {
 		t.Errorf("e-mail as %q to %q:\n%s", msg.user, msg.to, msg.data)
 	}
+	var answer authMail
+	for deadline := time.Now().Add(20 * time.Second); answer.to == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued feedback e-mail never arrived; the mail server got %+v", mail.received())
+		}
+		for _, m := range mail.received() {
+			if m.to == "ada@example.com" {
+				answer = m
+			}
+		}
+	}
+	if answer.user != "gantry" || !strings.Contains(answer.data, "Subject: [Gantry] Your feedback \"More A100s\" is now planned") ||
+		!strings.Contains(answer.data, fmt.Sprintf("Two nodes in January.\r\n\r\nhttp://gantry.test/feedback/%d\r\n", feedbackID)) {
+		t.Errorf("feedback e-mail as %q:\n%s", answer.user, answer.data)
+	}
 	if _, logs := stop(); strings.Contains(logs, "s3cret-pass") {
 		t.Errorf("the SMTP password shows in serve's output:\n%s", logs)
 	}
@@ -162,6 +181,33 @@ func configureCost(t *testing.T, ctx context.Context, dir, hookURL string) int64
 		}
 	}
 	return team.ID
+}
+
+// answerFeedback files a feedback item by ada and answers it as another replica of the
+// server would, with e-mail set up: the answer's e-mail is queued, not sent. It returns
+// the item's id.
+func answerFeedback(t *testing.T, ctx context.Context, dir string) int64 {
+	t.Helper()
+	st, err := store.Open(ctx, store.Config{DataDir: dir})
+	must(t, err)
+	defer st.Close()
+	ctx = audit.WithActor(ctx, audit.System())
+	ada := &models.User{Username: "ada", Email: "ada@example.com"}
+	must(t, st.CreateUser(ctx, ada))
+	al := audit.New(st, time.Now)
+	acc, err := accounting.New(st, al, accounting.Config{})
+	must(t, err)
+	tel, err := telemetry.New(st, telemetry.Config{})
+	must(t, err)
+	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Idle: tel,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Mailer: governance.SMTPSender{Addr: "127.0.0.1:1", From: "gantry@example.com"}}, governance.Config{})
+	must(t, err)
+	fb := feedback.New(st, al, gov, time.Now)
+	it, err := fb.Submit(ctx, ada.ID, feedback.Input{Category: "capacity", Title: "More A100s"})
+	must(t, err)
+	_, err = fb.Answer(ctx, it.ID, ada.ID, models.FeedbackPlanned, "Two nodes in January.")
+	must(t, err)
+	return it.ID
 }
 
 func must(t *testing.T, err error) {

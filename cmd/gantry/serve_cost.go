@@ -37,9 +37,9 @@ func (o *costOpts) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.meterEvery, "meter-every", time.Minute, "how often running allocations are metered into the cost ledger (ended ones are metered at once)")
 	f.DurationVar(&o.rulesEvery, "rules-every", time.Minute, "how often anomaly rules are evaluated and due notifications sent")
-	f.StringVar(&o.smtpHost, "smtp-host", "", "mail server that e-mail alert channels send through; empty: e-mail channels cannot send")
+	f.StringVar(&o.smtpHost, "smtp-host", "", "mail server that e-mail alert channels and the e-mails to feedback authors go through; empty: no e-mail is sent")
 	f.IntVar(&o.smtpPort, "smtp-port", 587, "port of --smtp-host (STARTTLS is used whenever the server offers it)")
-	f.StringVar(&o.smtpFrom, "smtp-from", "", "sender address of alert e-mails, e.g. Gantry <gantry@example.com>")
+	f.StringVar(&o.smtpFrom, "smtp-from", "", "sender address of Gantry's e-mails, e.g. Gantry <gantry@example.com>")
 	f.StringVar(&o.smtpUser, "smtp-user", "", "user to authenticate as at --smtp-host; its password comes from "+smtpPasswordEnv+" only")
 }
 
@@ -63,16 +63,18 @@ func (o *costOpts) services(st *store.Store, tel *telemetry.Service, stopper gov
 	if err != nil {
 		return nil, nil, err
 	}
+	al := audit.New(st, time.Now)
+	deps := governance.Deps{Store: st, Audit: al, Log: log.With("component", "governance"), Idle: tel, Stopper: stopper, Senders: senders}
 	if mailer != nil {
 		senders[governance.ChannelEmail] = *mailer
+		deps.Mailer = *mailer
 	}
-	al := audit.New(st, time.Now)
 	acc, err := accounting.New(st, al, accounting.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
-	gov, err := governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Log: log.With("component", "governance"),
-		Idle: tel, Stopper: stopper, Senders: senders}, governance.Config{PortalURL: publicURL})
+	deps.Accounting = acc
+	gov, err := governance.New(deps, governance.Config{PortalURL: publicURL})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -21,9 +21,12 @@ var Categories = []string{"bug", "idea", "question", "capacity", "image-request"
 // Statuses an admin may set.
 var Statuses = []string{models.FeedbackNew, models.FeedbackPlanned, models.FeedbackInProgress, models.FeedbackDone, models.FeedbackDeclined}
 
-// Mailer sends an e-mail to a user; nil when e-mail is not configured.
+// Mailer queues an e-mail in the transaction of the change that calls for it, to be sent
+// later with retries and back-off, so that a request never waits on the mail server;
+// governance.Service does (its delivery loop sends), and queues nothing when no mail
+// server is configured.
 type Mailer interface {
-	Send(ctx context.Context, to, subject, body string) error
+	QueueMail(ctx context.Context, tx *store.Store, now time.Time, m governance.Mail) error
 }
 
 // Service runs the feedback board.
@@ -31,13 +34,12 @@ type Service struct {
 	store  *store.Store
 	audit  *audit.Log
 	mailer Mailer
-	log    *slog.Logger
 	now    func() time.Time
 }
 
-// New returns the feedback service; mailer may be nil.
-func New(st *store.Store, auditLog *audit.Log, mailer Mailer, log *slog.Logger, now func() time.Time) *Service {
-	return &Service{store: st, audit: auditLog, mailer: mailer, log: log, now: now}
+// New returns the feedback service; mailer may be nil: no e-mail then.
+func New(st *store.Store, auditLog *audit.Log, mailer Mailer, now func() time.Time) *Service {
+	return &Service{store: st, audit: auditLog, mailer: mailer, now: now}
 }
 
 // Input is what a user files.
@@ -151,7 +153,7 @@ func (s *Service) Comment(ctx context.Context, itemID, userID int64, body string
 			return err
 		}
 		if it.UserID != userID {
-			if err := s.notify(ctx, tx, it, "New reply to your feedback", c.Body); err != nil {
+			if err := s.notify(ctx, tx, it, fmt.Sprintf("New reply to your feedback %q", it.Title), c.Body); err != nil {
 				return err
 			}
 		}
@@ -160,7 +162,6 @@ func (s *Service) Comment(ctx context.Context, itemID, userID int64, body string
 	if err := notFoundAsField(err, itemID); err != nil {
 		return nil, err
 	}
-	s.mail(ctx, it, "New reply to your feedback", c.Body)
 	return c, nil
 }
 
@@ -173,7 +174,6 @@ func (s *Service) Answer(ctx context.Context, itemID, adminID int64, status, ans
 		return nil, err
 	}
 	var it *models.FeedbackItem
-	subject := ""
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		if it, err = tx.FeedbackItemByID(ctx, itemID); err != nil {
@@ -185,8 +185,7 @@ func (s *Service) Answer(ctx context.Context, itemID, adminID int64, status, ans
 		if err := tx.UpdateFeedbackItem(ctx, it); err != nil {
 			return err
 		}
-		subject = fmt.Sprintf("Your feedback %q is now %s", it.Title, status)
-		if err := s.notify(ctx, tx, it, subject, it.Answer); err != nil {
+		if err := s.notify(ctx, tx, it, fmt.Sprintf("Your feedback %q is now %s", it.Title, status), it.Answer); err != nil {
 			return err
 		}
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "feedback.answered", ObjectType: "feedback", ObjectID: fmt.Sprint(itemID),
@@ -195,29 +194,24 @@ func (s *Service) Answer(ctx context.Context, itemID, adminID int64, status, ans
 	if err := notFoundAsField(err, itemID); err != nil {
 		return nil, err
 	}
-	s.mail(ctx, it, subject, it.Answer)
 	return it, nil
 }
 
+// notify tells the author in the portal and, when e-mail is set up and the author has an
+// address, queues the same by e-mail, all in tx.
 func (s *Service) notify(ctx context.Context, tx *store.Store, it *models.FeedbackItem, title, body string) error {
-	return tx.CreateNotification(ctx, &models.Notification{
-		UserID: it.UserID, Kind: "feedback", Title: title, Body: body, Link: fmt.Sprintf("/feedback/%d", it.ID),
-	})
-}
-
-// mail tells the author by e-mail when a mailer is configured; the in-portal
-// notification is already stored, so a failed e-mail loses nothing.
-func (s *Service) mail(ctx context.Context, it *models.FeedbackItem, subject, body string) {
-	if s.mailer == nil || it == nil {
-		return
+	link := fmt.Sprintf("/feedback/%d", it.ID)
+	if err := tx.CreateNotification(ctx, &models.Notification{UserID: it.UserID, Kind: "feedback", Title: title, Body: body, Link: link}); err != nil {
+		return err
 	}
-	u, err := s.store.UserByID(ctx, it.UserID)
+	if s.mailer == nil {
+		return nil
+	}
+	u, err := tx.UserByID(ctx, it.UserID)
 	if err != nil || u.Email == "" {
-		return
+		return err
 	}
-	if err := s.mailer.Send(ctx, u.Email, subject, body); err != nil {
-		s.log.Warn("feedback e-mail not sent; the in-portal notification stands", slog.Int64("item", it.ID), slog.Any("err", err))
-	}
+	return s.mailer.QueueMail(ctx, tx, s.now(), governance.Mail{To: u.Email, Subject: title, Body: body, Link: link})
 }
 
 func notFoundAsField(err error, itemID int64) error {

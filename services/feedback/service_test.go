@@ -4,71 +4,99 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/feedback"
+	"github.com/gantry-gpu/gantry/services/governance"
+	"github.com/gantry-gpu/gantry/services/governance/mailtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/services/telemetry"
 )
-
-type sent struct{ to, subject, body string }
-
-// mailbox records what would have been e-mailed.
-type mailbox struct {
-	mu   sync.Mutex
-	mail []sent
-	fail bool
-}
-
-func (m *mailbox) Send(_ context.Context, to, subject, body string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail {
-		return errors.New("smtp down")
-	}
-	m.mail = append(m.mail, sent{to, subject, body})
-	return nil
-}
 
 type fixture struct {
 	st          *store.Store
 	svc         *feedback.Service
-	box         *mailbox
+	gov         *governance.Service
+	mail        *mailtest.Server
 	author, fan *models.User
 	admin       *models.User
 	ctx         context.Context
+	now         time.Time
 }
 
-func setup(t *testing.T, st *store.Store) fixture {
+// setup gives the feedback board a real governance service that e-mails through a real
+// SMTP server on loopback, at mailAddr when given (a server that is down, say), or at
+// the fixture's own.
+func setup(t *testing.T, st *store.Store, mailAddr string) fixture {
 	t.Helper()
 	ctx := audit.WithActor(context.Background(), audit.Actor{Name: "ada", Type: models.ActorUser})
-	f := fixture{st: st, box: &mailbox{}, ctx: ctx}
-	for _, u := range []**models.User{&f.author, &f.fan, &f.admin} {
-		*u = &models.User{}
+	f := fixture{st: st, mail: mailtest.New(t), ctx: ctx, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if mailAddr == "" {
+		mailAddr = f.mail.Addr
 	}
-	f.author.Username, f.author.Email = "ada", "ada@example.com"
-	f.fan.Username = "bob"
-	f.admin.Username, f.admin.IsAdmin = "root", true
-	for _, u := range []*models.User{f.author, f.fan, f.admin} {
-		if err := st.CreateUser(ctx, u); err != nil {
+	users := map[string]**models.User{"ada": &f.author, "bob": &f.fan, "root": &f.admin}
+	for name, u := range users {
+		existing, err := st.UserByUsername(ctx, name)
+		if err == nil {
+			*u = existing
+			continue
+		}
+		*u = &models.User{Username: name}
+		switch name {
+		case "ada":
+			(*u).Email = "Ada Lovelace <ada@example.com>"
+		case "root":
+			(*u).IsAdmin = true
+		}
+		if err := st.CreateUser(ctx, *u); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now := func() time.Time { return time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) }
-	f.svc = feedback.New(st, audit.New(st, now), f.box, slog.New(slog.NewTextHandler(io.Discard, nil)), now)
+	now := func() time.Time { return f.now }
+	al := audit.New(st, now)
+	acc, err := accounting.New(st, al, accounting.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := telemetry.New(st, telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gov, err = governance.New(governance.Deps{Store: st, Accounting: acc, Audit: al, Idle: tel,
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Mailer: governance.SMTPSender{Addr: mailAddr, From: "Gantry <gantry@example.com>"}},
+		governance.Config{PortalURL: "https://gantry.example", FirstRetry: time.Minute, MaxRetry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = feedback.New(st, al, f.gov, now)
 	return f
 }
 
+// deliver runs the leader's delivery round at the fixture's time plus d.
+func (f fixture) deliver(t *testing.T, d time.Duration) governance.DeliveryReport {
+	t.Helper()
+	rep, err := f.gov.Deliver(f.ctx, f.now.Add(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func TestFeedbackLoop(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		f := setup(t, st)
+		f := setup(t, st, "")
 		ctx := f.ctx
 		it, err := f.svc.Submit(ctx, f.author.ID, feedback.Input{Category: "capacity", Title: "  Need more A100s on Mondays ", Body: "Queue waits 3 h", Page: "/jobs"})
 		if err != nil {
@@ -109,8 +137,33 @@ func TestFeedbackLoop(t *testing.T) {
 		if !strings.Contains(notes[0].Title, "is now planned") || notes[0].Body != "Two more A100 nodes arrive in January." || notes[0].Link == "" {
 			t.Errorf("answer notification = %+v", notes[0])
 		}
-		if len(f.box.mail) != 2 || f.box.mail[1].to != "ada@example.com" || !strings.Contains(f.box.mail[1].subject, "planned") {
-			t.Errorf("e-mails = %+v", f.box.mail)
+		if n := len(f.mail.Received()); n != 0 {
+			t.Fatalf("%d e-mails sent before the delivery round; the change must only queue them", n)
+		}
+		if rep := f.deliver(t, 0); rep.Sent != 2 || rep.Retrying+len(rep.Failed) != 0 {
+			t.Fatalf("delivery = %+v, want the reply's and the answer's e-mails sent", rep)
+		}
+		mails := f.mail.Received()
+		if len(mails) != 2 {
+			t.Fatalf("mail server got %d e-mails, want 2", len(mails))
+		}
+		link := fmt.Sprintf("https://gantry.example/feedback/%d", it.ID)
+		for i, want := range [][2]string{
+			{"New reply to your feedback \"Need more A100s on Mondays\"", "Same for us"},
+			{"Your feedback \"Need more A100s on Mondays\" is now planned", "Two more A100 nodes arrive in January."},
+		} {
+			m := mails[i]
+			if m.From != "gantry@example.com" || len(m.To) != 1 || m.To[0] != "ada@example.com" {
+				t.Errorf("e-mail %d from %s to %v", i, m.From, m.To)
+			}
+			for _, part := range []string{"To: \"Ada Lovelace\" <ada@example.com>\r\n", "Subject: [Gantry] " + want[0] + "\r\n", "\r\n\r\n" + want[1] + "\r\n\r\n" + link + "\r\n"} {
+				if !strings.Contains(m.Data, part) {
+					t.Errorf("e-mail %d lacks %q:\n%s", i, part, m.Data)
+				}
+			}
+		}
+		if rep := f.deliver(t, time.Hour); rep.Sent != 0 || len(f.mail.Received()) != 2 {
+			t.Errorf("a later round sent again: %+v", rep)
 		}
 		stats, err := f.svc.Stats(ctx, 5)
 		if err != nil || len(stats.Counts) != 1 || stats.Counts[0].N != 1 || len(stats.Unanswered) != 0 {
@@ -132,8 +185,9 @@ func TestFeedbackLoop(t *testing.T) {
 }
 
 func TestBadFeedbackChangesNothing(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
-	f := setup(t, st)
+	f := setup(t, st, "")
 	cases := []struct {
 		field string
 		in    feedback.Input
@@ -162,25 +216,28 @@ func TestBadFeedbackChangesNothing(t *testing.T) {
 	if _, err := f.svc.Answer(f.ctx, 1, f.admin.ID, "maybe", ""); !errors.As(err, &fe) || fe.Field != "status" {
 		t.Errorf("unknown status: %v", err)
 	}
+	if _, err := f.svc.Answer(f.ctx, 12345, f.admin.ID, models.FeedbackDone, "Done."); !errors.As(err, &fe) || fe.Field != "item" {
+		t.Errorf("answer to a missing item: %v", err)
+	}
 	items, _ := f.svc.Board(f.ctx, store.FeedbackFilter{})
 	if len(items) != 0 {
 		t.Fatalf("bad input stored %d items", len(items))
 	}
+	if rep := f.deliver(t, 0); rep.Sent+rep.Retrying+len(rep.Failed) != 0 {
+		t.Errorf("bad input queued e-mail: %+v", rep)
+	}
 }
 
-func TestExportCSVAndMailFailure(t *testing.T) {
+func TestExportCSV(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
-	f := setup(t, st)
-	f.box.fail = true
+	f := setup(t, st, "")
 	it, err := f.svc.Submit(f.ctx, f.author.ID, feedback.Input{Category: "idea", Title: "=HYPERLINK(\"x\")", Body: "a, \"quoted\"\nline"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.svc.Answer(f.ctx, it.ID, f.admin.ID, models.FeedbackDeclined, "No."); err != nil {
-		t.Fatalf("a failed e-mail must not fail the answer: %v", err)
-	}
-	if notes, _ := st.NotificationsOfUser(f.ctx, f.author.ID, 5); len(notes) != 1 {
-		t.Fatalf("in-portal notification lost when e-mail failed: %+v", notes)
+		t.Fatal(err)
 	}
 	var b strings.Builder
 	if err := f.svc.ExportCSV(f.ctx, &b, store.FeedbackFilter{}); err != nil {
@@ -193,4 +250,68 @@ func TestExportCSVAndMailFailure(t *testing.T) {
 	if rows[1][6] != "'=HYPERLINK(\"x\")" || rows[1][7] != "a, \"quoted\"\nline" || rows[1][4] != "declined" {
 		t.Errorf("csv row = %q", rows[1])
 	}
+}
+
+// An answer given while the mail server is down is kept in the outbox, retried with
+// back-off, and survives a restart of the server: the next server e-mails it once the
+// mail server is back, and the in-portal notification never waited on it.
+func TestAnswerMailSurvivesMailServerDownAndRestart(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := b.Config(t)
+			first := storetest.Open(t, cfg)
+			f := setup(t, first, closedPort(t))
+			it, err := f.svc.Submit(f.ctx, f.author.ID, feedback.Input{Category: "capacity", Title: "More H100s", Page: "/jobs"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.svc.Answer(f.ctx, it.ID, f.admin.ID, models.FeedbackInProgress, "Ordered."); err != nil {
+				t.Fatalf("the answer must not wait on the mail server: %v", err)
+			}
+			if notes, _ := first.NotificationsOfUser(f.ctx, f.author.ID, 5); len(notes) != 1 {
+				t.Fatalf("in-portal notifications = %+v, want the answer's", notes)
+			}
+			rep := f.deliver(t, 0)
+			if rep.Retrying != 1 || rep.Sent != 0 {
+				t.Fatalf("delivery with the mail server down = %+v, want one retrying", rep)
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The server restarts: a new store and governance service, the mail server up.
+			again := setup(t, storetest.Open(t, cfg), "")
+			if rep := again.deliver(t, 59*time.Second); rep.Sent != 0 || len(again.mail.Received()) != 0 {
+				t.Fatalf("sent before the back-off ended: %+v", rep)
+			}
+			if rep := again.deliver(t, time.Minute); rep.Sent != 1 {
+				t.Fatalf("delivery after the restart = %+v, want the queued e-mail sent", rep)
+			}
+			mails := again.mail.Received()
+			if len(mails) != 1 || mails[0].To[0] != "ada@example.com" || !strings.Contains(mails[0].Data, "Subject: [Gantry] Your feedback \"More H100s\" is now in-progress\r\n") ||
+				!strings.Contains(mails[0].Data, "\r\n\r\nOrdered.\r\n") {
+				t.Fatalf("mail server got %+v", mails)
+			}
+			rows, err := again.st.OutboxMailsAbout(again.ctx, fmt.Sprintf("/feedback/%d", it.ID))
+			if err != nil || len(rows) != 1 || rows[0].State != models.DeliverySent || rows[0].Attempts != 2 || rows[0].LastError != "" {
+				t.Fatalf("outbox = %+v, %v; want one e-mail sent at the second attempt", rows, err)
+			}
+		})
+	}
+}
+
+// closedPort returns a loopback address that nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -72,13 +72,13 @@ func TestTeamCostSpikeFiresOnceAboveThreshold(t *testing.T) {
 		if body["rule"] != "team-cost-spike" || body["metric"] != "team_cost_ratio" || hookEv["today_micros"] != 21e6 || hookEv["mean_daily_micros"] != 10e6 {
 			t.Errorf("webhook alert = %v", body)
 		}
-		mails := e.mail.received()
-		if len(mails) != 1 || mails[0].from != "gantry@example.com" || len(mails[0].to) != 1 || mails[0].to[0] != "finops@example.com" {
+		mails := e.mail.Received()
+		if len(mails) != 1 || mails[0].From != "gantry@example.com" || len(mails[0].To) != 1 || mails[0].To[0] != "finops@example.com" {
 			t.Fatalf("mails = %+v", mails)
 		}
 		for _, part := range []string{"Subject: [Gantry] team-cost-spike: " + summary, "ratio_pct: 210", "window_from: 2026-03-03", "\r\n\r\n" + summary} {
-			if !strings.Contains(mails[0].data, part) {
-				t.Errorf("e-mail lacks %q:\n%s", part, mails[0].data)
+			if !strings.Contains(mails[0].Data, part) {
+				t.Errorf("e-mail lacks %q:\n%s", part, mails[0].Data)
 			}
 		}
 	})

@@ -44,8 +44,8 @@ func TestUnreachableChannelsAreRetriedWithBackoffAndReported(t *testing.T) {
 		}
 		e.spend("detect", 30, tue.Add(-time.Hour))
 		rep := e.evaluate(tue)
-		if len(rep.Raised) != 1 || len(e.hook.received()) != 0 || len(e.mail.received()) != 0 {
-			t.Fatalf("evaluation must only queue: raised %d, hooks %d, mails %d", len(rep.Raised), len(e.hook.received()), len(e.mail.received()))
+		if len(rep.Raised) != 1 || len(e.hook.received()) != 0 || len(e.mail.Received()) != 0 {
+			t.Fatalf("evaluation must only queue: raised %d, hooks %d, mails %d", len(rep.Raised), len(e.hook.received()), len(e.mail.Received()))
 		}
 		alert := rep.Raised[0].ID
 
@@ -239,7 +239,7 @@ func TestRunRaisesAndSendsOnce(t *testing.T) {
 		}
 		cancel()
 		<-stopped
-		hooks, mails := e.hook.received(), e.mail.received()
+		hooks, mails := e.hook.received(), e.mail.Received()
 		if len(hooks) != 1 || len(mails) != 1 {
 			t.Fatalf("after ten rounds: %d webhook posts and %d e-mails, want one each", len(hooks), len(mails))
 		}

@@ -7,20 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	smtpd "github.com/emersion/go-smtp"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/governance"
+	"github.com/gantry-gpu/gantry/services/governance/mailtest"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 )
@@ -38,7 +35,7 @@ type env struct {
 	audit    *audit.Log
 	stopper  *stopper
 	hook     *hookReceiver
-	mail     *mailServer
+	mail     *mailtest.Server
 	users    map[string]*models.User
 	teams    map[string]*models.Team
 	projects map[string]*models.Project
@@ -61,7 +58,7 @@ func newEnv(t *testing.T, s *store.Store, cfg governance.Config) *env {
 	e.audit = audit.New(s, func() time.Time { return time.Now() })
 	e.stopper = &stopper{s: s}
 	e.hook = newHookReceiver(t)
-	e.mail = newMailServer(t)
+	e.mail = mailtest.New(t)
 	if cfg.PortalURL == "" {
 		cfg.PortalURL = "https://gantry.example"
 	}
@@ -69,8 +66,9 @@ func newEnv(t *testing.T, s *store.Store, cfg governance.Config) *env {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Senders: map[string]governance.Sender{
 			governance.ChannelWebhook: governance.WebhookSender{Client: &http.Client{}},
-			governance.ChannelEmail:   governance.SMTPSender{Addr: e.mail.addr, From: "Gantry <gantry@example.com>"},
-		}}, cfg)
+			governance.ChannelEmail:   governance.SMTPSender{Addr: e.mail.Addr, From: "Gantry <gantry@example.com>"},
+		},
+		Mailer: governance.SMTPSender{Addr: e.mail.Addr, From: "Gantry <gantry@example.com>"}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,70 +203,6 @@ func (h *hookReceiver) received() []map[string]any {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]map[string]any(nil), h.bodies...)
-}
-
-// mailServer is a real SMTP server on loopback that keeps what it is sent; it refuses
-// recipients at refuse.example, as a mail server refuses an unknown domain.
-type mailServer struct {
-	addr string
-	mu   sync.Mutex
-	msgs []mailMsg
-}
-
-type mailMsg struct {
-	from string
-	to   []string
-	data string
-}
-
-func newMailServer(t *testing.T) *mailServer {
-	m := &mailServer{}
-	srv := smtpd.NewServer(m)
-	srv.Domain = "localhost"
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	m.addr = l.Addr().String()
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { srv.Close() })
-	return m
-}
-
-func (m *mailServer) NewSession(*smtpd.Conn) (smtpd.Session, error) { return &mailSession{m: m}, nil }
-
-func (m *mailServer) received() []mailMsg {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]mailMsg(nil), m.msgs...)
-}
-
-type mailSession struct {
-	m   *mailServer
-	cur mailMsg
-}
-
-func (s *mailSession) Reset()        { s.cur = mailMsg{} }
-func (s *mailSession) Logout() error { return nil }
-func (s *mailSession) Mail(from string, _ *smtpd.MailOptions) error {
-	s.cur.from = from
-	return nil
-}
-func (s *mailSession) Rcpt(to string, _ *smtpd.RcptOptions) error {
-	if strings.HasSuffix(to, "@refuse.example") {
-		return &smtpd.SMTPError{Code: 550, EnhancedCode: smtpd.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
-	}
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = string(b)
-	s.m.mu.Lock()
-	defer s.m.mu.Unlock()
-	s.m.msgs = append(s.m.msgs, s.cur)
-	return nil
 }
 
 // stopper does what dispatch does on a governance stop: the job goes to preempting, its

@@ -97,6 +97,9 @@ type Deps struct {
 	Idle       IdleSource
 	Stopper    Stopper
 	Senders    map[string]Sender
+	// Mailer e-mails people (a feedback item's author); nil: e-mail is not set up and
+	// QueueMail queues nothing.
+	Mailer Mailer
 }
 
 // Service evaluates rules, raises alerts, acts and notifies.
@@ -108,6 +111,7 @@ type Service struct {
 	idle    IdleSource
 	stopper Stopper
 	senders map[string]Sender
+	mailer  Mailer
 	cfg     Config
 }
 
@@ -121,7 +125,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("governance: store, accounting, audit log, logger and idle source are required")
 	}
 	return &Service{store: d.Store, acc: d.Accounting, audit: d.Audit, log: d.Log, idle: d.Idle,
-		stopper: d.Stopper, senders: d.Senders, cfg: c}, nil
+		stopper: d.Stopper, senders: d.Senders, mailer: d.Mailer, cfg: c}, nil
 }
 
 func (s *Service) thresholds() advice.Thresholds {

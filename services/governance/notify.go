@@ -79,22 +79,31 @@ type DeliveryReport struct {
 	Failed []string
 }
 
-// Deliver sends the notifications due at now, each bounded by SendTimeout. A failure
-// is retried after FirstRetry, doubling up to MaxRetry, and reported as failed after
-// MaxAttempts tries. It never holds a database transaction while it sends.
+// Deliver sends the alert notifications and the queued e-mails (QueueMail) due at now,
+// each bounded by SendTimeout. A failure is retried after FirstRetry, doubling up to
+// MaxRetry, and reported as failed after MaxAttempts tries. It never holds a database
+// transaction while it sends.
 func (s *Service) Deliver(ctx context.Context, now time.Time) (DeliveryReport, error) {
 	now = now.UTC()
 	var rep DeliveryReport
-	due, err := s.store.DueAlertDeliveries(ctx, now, 100)
-	if err != nil {
+	if err := s.deliverAlerts(ctx, now, &rep); err != nil {
 		return rep, err
 	}
+	return rep, s.deliverMails(ctx, now, &rep)
+}
+
+// deliverAlerts sends the alert notifications due at now.
+func (s *Service) deliverAlerts(ctx context.Context, now time.Time, rep *DeliveryReport) error {
+	due, err := s.store.DueAlertDeliveries(ctx, now, 100)
+	if err != nil {
+		return err
+	}
 	if len(due) == 0 {
-		return rep, nil
+		return nil
 	}
 	channels, err := s.store.NotificationChannels(ctx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	byID := map[int64]models.NotificationChannel{}
 	for _, c := range channels {
@@ -119,10 +128,10 @@ func (s *Service) Deliver(ctx context.Context, now time.Time) (DeliveryReport, e
 			s.log.Warn("notification failed; will retry", "alert", d.AlertID, "channel", d.ChannelID, "attempts", d.Attempts, "next", d.NextAttemptAt, "err", err)
 		}
 		if err := s.store.UpdateAlertDelivery(ctx, d); err != nil {
-			return rep, err
+			return err
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // deliver sends one notification.

@@ -35,6 +35,19 @@ func (m SMTPSender) Send(ctx context.Context, ch models.NotificationChannel, msg
 	if err != nil {
 		return fmt.Errorf("e-mail channel %s: address %q: %w", ch.Name, ch.Target, err)
 	}
+	return m.send(ctx, to, msg)
+}
+
+// SendTo e-mails msg to one address, as Send does to a channel's.
+func (m SMTPSender) SendTo(ctx context.Context, address string, msg Message) error {
+	to, err := mail.ParseAddress(address)
+	if err != nil {
+		return fmt.Errorf("e-mail address: %w", err)
+	}
+	return m.send(ctx, to, msg)
+}
+
+func (m SMTPSender) send(ctx context.Context, to *mail.Address, msg Message) error {
 	from, err := mail.ParseAddress(m.From)
 	if err != nil {
 		return fmt.Errorf("e-mail sender %q: %w", m.From, err)
@@ -107,7 +120,9 @@ func compose(from, to *mail.Address, msg Message, date time.Time) []byte {
 	header("MIME-Version", "1.0")
 	header("Content-Type", "text/plain; charset=utf-8")
 	header("Content-Transfer-Encoding", "8bit")
-	header("X-Gantry-Alert", fmt.Sprint(msg.Alert.ID))
+	if msg.Alert.ID != 0 {
+		header("X-Gantry-Alert", fmt.Sprint(msg.Alert.ID))
+	}
 	b.WriteString("\r\n")
 	for _, line := range strings.Split(strings.TrimRight(msg.Text, "\n"), "\n") {
 		b.WriteString(strings.TrimRight(line, "\r") + "\r\n")

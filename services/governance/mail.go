@@ -1,0 +1,92 @@
+package governance
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// Mailer e-mails one address; SMTPSender does.
+type Mailer interface {
+	SendTo(ctx context.Context, address string, m Message) error
+}
+
+// Mail is an e-mail to a person about a page of the portal.
+type Mail struct {
+	To      string // the address
+	Subject string
+	Body    string // plain text
+	Link    string // the portal path it is about, e.g. /feedback/12; the e-mail ends with it
+}
+
+// QueueMail queues an e-mail in tx, the transaction of the change that calls for it, for
+// Deliver to send from now on with the alerts' retries and back-off: the change never
+// waits on the mail server, and a mail server that is down loses nothing. Without a
+// Mailer, or to an address that is no e-mail address, it queues nothing.
+func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time, m Mail) error {
+	if s.mailer == nil {
+		return nil
+	}
+	if _, err := mail.ParseAddress(m.To); err != nil {
+		s.log.Warn("e-mail not queued: the recipient's address is not an e-mail address", "about", m.Link)
+		return nil
+	}
+	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link, State: models.DeliveryPending, NextAttemptAt: now.UTC()}
+	if err := tx.CreateOutboxMail(ctx, row); err != nil {
+		return fmt.Errorf("queue e-mail about %s: %w", m.Link, err)
+	}
+	return nil
+}
+
+// deliverMails sends the queued e-mails due at now, as deliverAlerts sends notifications.
+func (s *Service) deliverMails(ctx context.Context, now time.Time, rep *DeliveryReport) error {
+	due, err := s.store.DueOutboxMails(ctx, now, 100)
+	if err != nil {
+		return err
+	}
+	for i := range due {
+		m := &due[i]
+		err := s.sendMail(ctx, m)
+		m.Attempts++
+		switch {
+		case err == nil:
+			m.State, m.SentAt, m.LastError = models.DeliverySent, &now, ""
+			rep.Sent++
+		case m.Attempts >= s.cfg.MaxAttempts:
+			m.State, m.LastError = models.DeliveryFailed, oneLine(err)
+			rep.Failed = append(rep.Failed, fmt.Sprintf("e-mail #%d about %s: gave up after %d attempts: %s", m.ID, m.Link, m.Attempts, m.LastError))
+			s.log.Error("e-mail failed for good", "mail", m.ID, "about", m.Link, "attempts", m.Attempts, "err", err)
+		default:
+			m.LastError, m.NextAttemptAt = oneLine(err), now.Add(s.backoff(m.Attempts))
+			rep.Retrying++
+			s.log.Warn("e-mail failed; will retry", "mail", m.ID, "about", m.Link, "attempts", m.Attempts, "next", m.NextAttemptAt, "err", err)
+		}
+		if err := s.store.UpdateOutboxMail(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendMail sends one queued e-mail, with the link to the portal at its end.
+func (s *Service) sendMail(ctx context.Context, m *models.OutboxMail) error {
+	if s.mailer == nil {
+		return fmt.Errorf("no mail server is configured")
+	}
+	text := strings.TrimRight(m.Body, "\n")
+	if m.Link != "" {
+		link := m.Link
+		if s.cfg.PortalURL != "" {
+			link = strings.TrimRight(s.cfg.PortalURL, "/") + m.Link
+		}
+		text += "\n\n" + link
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	defer cancel()
+	return s.mailer.SendTo(sendCtx, m.ToAddress, Message{Subject: "[Gantry] " + m.Subject, Text: text + "\n"})
+}

@@ -1,0 +1,84 @@
+package governance_test
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/governance"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// An e-mail queued with a change goes out at the next delivery round, not before, with
+// the link to the portal at its end; one the mail server refuses is retried with the
+// back-off and given up on after the last attempt; an address that is none is not
+// queued; without a mailer nothing is.
+func TestQueuedMailIsSentWithBackoff(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{MaxAttempts: 3, FirstRetry: 30 * time.Second, MaxRetry: time.Minute})
+		queue := func(gov *governance.Service, to string) {
+			t.Helper()
+			must(t, s.InTx(e.ctx, func(tx *store.Store) error {
+				return gov.QueueMail(e.ctx, tx, tue, governance.Mail{To: to, Subject: `Your feedback "More A100s" is now planned`,
+					Body: "Two nodes arrive in January.", Link: "/feedback/7"})
+			}))
+		}
+		for _, to := range []string{"Ada <ada@example.com>", "nobody@refuse.example", "not an address"} {
+			queue(e.gov, to)
+		}
+		if n := len(e.mail.Received()); n != 0 {
+			t.Fatalf("queueing sent %d e-mails", n)
+		}
+		if got := e.deliver(tue); got.Sent != 1 || got.Retrying != 1 {
+			t.Fatalf("first round = %+v, want 1 sent and 1 retrying", got)
+		}
+		mails := e.mail.Received()
+		if len(mails) != 1 || len(mails[0].To) != 1 || mails[0].To[0] != "ada@example.com" {
+			t.Fatalf("mail server got %+v", mails)
+		}
+		for _, part := range []string{"Subject: [Gantry] Your feedback \"More A100s\" is now planned\r\n", "To: \"Ada\" <ada@example.com>\r\n",
+			"\r\n\r\nTwo nodes arrive in January.\r\n\r\nhttps://gantry.example/feedback/7\r\n"} {
+			if !strings.Contains(mails[0].Data, part) {
+				t.Errorf("e-mail lacks %q:\n%s", part, mails[0].Data)
+			}
+		}
+		if strings.Contains(mails[0].Data, "X-Gantry-Alert") {
+			t.Error("an e-mail about feedback claims to be an alert")
+		}
+		if got := e.deliver(tue.Add(29 * time.Second)); got.Sent+got.Retrying+len(got.Failed) != 0 {
+			t.Errorf("retried before the back-off: %+v", got)
+		}
+		if got := e.deliver(tue.Add(30 * time.Second)); got.Retrying != 1 {
+			t.Errorf("second round = %+v, want the refused one retrying", got)
+		}
+		got := e.deliver(tue.Add(90 * time.Second))
+		if len(got.Failed) != 1 || !strings.Contains(got.Failed[0], "e-mail #") || !strings.Contains(got.Failed[0], "about /feedback/7: gave up after 3 attempts") ||
+			!strings.Contains(got.Failed[0], "RCPT TO nobody@refuse.example") {
+			t.Fatalf("third round = %+v, want the refused one given up on", got)
+		}
+		rows, err := s.OutboxMailsAbout(e.ctx, "/feedback/7")
+		must(t, err)
+		var states []string
+		for _, r := range rows {
+			states = append(states, r.State+"/"+string(rune('0'+r.Attempts)))
+		}
+		if strings.Join(states, " ") != models.DeliverySent+"/1 "+models.DeliveryFailed+"/3" {
+			t.Errorf("outbox = %v, want sent/1 failed/3 and nothing for the address that is none", states)
+		}
+		if got := e.deliver(tue.Add(time.Hour)); got.Sent+got.Retrying+len(got.Failed) != 0 || len(e.mail.Received()) != 1 {
+			t.Errorf("delivered again after the end: %+v", got)
+		}
+
+		bare, err := governance.New(governance.Deps{Store: s, Accounting: e.acc, Audit: e.audit, Idle: e.tel, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, governance.Config{})
+		must(t, err)
+		queue(bare, "ada@example.com")
+		if rows, _ := s.OutboxMailsAbout(e.ctx, "/feedback/7"); len(rows) != 2 {
+			t.Errorf("without a mailer an e-mail was queued: %d rows", len(rows))
+		}
+	})
+}
