@@ -23,7 +23,7 @@ func (h *Handler) FeedbackCreate(c *gin.Context) {
 			h.renderFeedbackBoard(c, http.StatusBadRequest, templates.FeedbackBoardData{Form: form, Error: "Job: give the number of the job this is about.", Field: "job_id"})
 			return
 		}
-		in.JobID = &id
+		in.JobID, form.Job = &id, id
 	}
 	it, err := h.feedback.Submit(c.Request.Context(), principal(c).User.ID, in)
 	var fe *models.FieldError

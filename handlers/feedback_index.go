@@ -2,7 +2,10 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -23,6 +26,7 @@ func (h *Handler) FeedbackIndex(c *gin.Context) {
 		Notice: c.Query("notice"),
 		Form:   templates.FeedbackForm{Category: "idea", Page: safeReferrerPath(c)},
 	}
+	d.Form.Job = jobOfPage(d.Form.Page)
 	h.renderFeedbackBoard(c, http.StatusOK, d)
 }
 
@@ -95,8 +99,50 @@ func (h *Handler) feedbackRows(c *gin.Context, items []models.FeedbackItem, me i
 
 // safeReferrerPath is the portal page the user came from, kept only if it is a local path.
 func safeReferrerPath(c *gin.Context) string {
-	if p := c.Query("page"); len(p) > 1 && p[0] == '/' && p[1] != '/' && len(p) <= 500 {
+	if p := c.Query("page"); localPage(p) {
 		return p
 	}
 	return ""
+}
+
+// maxFeedbackPage is the longest page feedback.Input takes.
+const maxFeedbackPage = 500
+
+// localPage is whether p is a path of this portal, not one a browser reads as another
+// host's (//host, /\\host).
+func localPage(p string) bool {
+	return p == "/" || len(p) > 1 && p[0] == '/' && p[1] != '/' && p[1] != '\\' && len(p) <= maxFeedbackPage
+}
+
+// feedbackPage is the page a Feedback button files about: this one's path and query on
+// a GET; on a form shown again after a POST, the page that form was on (the Referer, when
+// it is this portal's). A query too long to keep is dropped, the path kept.
+func feedbackPage(c *gin.Context) string {
+	u := c.Request.URL
+	if c.Request.Method != http.MethodGet {
+		ref, err := url.Parse(c.Request.Referer())
+		if err != nil || ref.Host != c.Request.Host {
+			return ""
+		}
+		u = ref
+	}
+	for _, p := range []string{u.RequestURI(), u.EscapedPath()} {
+		if localPage(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// jobPage matches a job's pages: /jobs/12, /jobs/12/telemetry.
+var jobPage = regexp.MustCompile(`^/jobs/([0-9]{1,18})(?:[/?]|$)`)
+
+// jobOfPage is the job whose page p is, or 0.
+func jobOfPage(p string) int64 {
+	m := jobPage.FindStringSubmatch(p)
+	if m == nil {
+		return 0
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	return id
 }

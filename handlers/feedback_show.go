@@ -70,6 +70,9 @@ func (h *Handler) renderFeedbackItem(c *gin.Context, status int, notice, formErr
 		Item: rows[0], Body: it.Body, Page: it.Page, Answer: it.Answer, Notice: notice, Error: formError,
 		IsAdmin: permission(c).CanWrite(authz.Platform), Statuses: feedback.Statuses,
 	}
+	if it.JobID != nil {
+		d.Job = *it.JobID
+	}
 	if it.AnsweredByID != nil && it.AnsweredAt != nil {
 		d.AnsweredBy, d.AnsweredAt = names[*it.AnsweredByID], it.AnsweredAt.UTC().Format("2006-01-02 15:04 UTC")
 	}

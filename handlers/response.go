@@ -12,6 +12,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -31,6 +32,9 @@ func (h *Handler) page(c *gin.Context, title, section string) templates.Page {
 		p.User = pr.User.Username
 		p.Auditor = permission(c).CanRead(authz.Audit)
 		p.Admin = permission(c).CanRead(authz.Platform)
+		p.Feedback.Page = feedbackPage(c)
+		p.Feedback.Job = jobOfPage(p.Feedback.Page)
+		p.Feedback.Categories = feedback.Categories
 	}
 	return p
 }

@@ -62,7 +62,7 @@ func (in Input) Validate() error {
 	if err := text("body", in.Body, 0, 5000); err != nil {
 		return err
 	}
-	if len(in.Page) > 500 || (in.Page != "" && !strings.HasPrefix(in.Page, "/")) {
+	if len(in.Page) > 500 || (in.Page != "" && (!strings.HasPrefix(in.Page, "/") || strings.HasPrefix(in.Page, "//") || strings.HasPrefix(in.Page, "/\\"))) {
 		return models.Invalid("page", "must be a path of this portal, such as /jobs/12")
 	}
 	return nil

@@ -197,6 +197,8 @@ func TestBadFeedbackChangesNothing(t *testing.T) {
 		{"title", feedback.Input{Category: "bug", Title: "bad \xff utf8"}},
 		{"body", feedback.Input{Category: "bug", Title: "long body", Body: strings.Repeat("a", 5001)}},
 		{"page", feedback.Input{Category: "bug", Title: "offsite", Page: "https://evil.example"}},
+		{"page", feedback.Input{Category: "bug", Title: "offsite", Page: "//evil.example/jobs"}},
+		{"page", feedback.Input{Category: "bug", Title: "offsite", Page: "/\\evil.example/jobs"}},
 	}
 	for _, c := range cases {
 		_, err := f.svc.Submit(f.ctx, f.author.ID, c.in)

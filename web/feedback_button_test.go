@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
+)
+
+var (
+	feedbackButton = regexp.MustCompile(`(?s)<details class="feedback-button".*?</details>`)
+	buttonPage     = regexp.MustCompile(`name="page" value="([^"]*)"`)
+	buttonJob      = regexp.MustCompile(`name="job_id" value="([^"]*)"`)
+	pageLink       = regexp.MustCompile(`href="(/[^"]*)"`)
+)
+
+// feedbackJob creates a job of admin's in the default project, for its pages.
+func feedbackJob(t *testing.T, st *store.Store) *models.Job {
+	t.Helper()
+	ctx := context.Background()
+	def, err := st.ProjectByName(ctx, "default")
+	must(t, err)
+	admin, err := st.UserByUsername(ctx, "admin")
+	must(t, err)
+	j := &models.Job{Name: "train", ProjectID: def.ID, UserID: admin.ID, Command: `["true"]`, Env: "{}", Replicas: 1, Kind: "batch", PriorityClass: "research"}
+	must(t, st.CreateJob(ctx, j, "test"))
+	return j
+}
+
+// Every page an admin reaches by following the portal's links has the Feedback button,
+// and it files about that very page: its path and query, and on a job's pages the job.
+// The board and its items have their own form instead.
+func TestFeedbackButtonOnEveryPage(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	admin := s.signIn("admin", s.password)
+	job := feedbackJob(t, st)
+	jobPath := fmt.Sprintf("/jobs/%d", job.ID)
+
+	skip := func(p string) bool {
+		for _, prefix := range []string{"/static/", "/api/", "/healthz", "/metrics", "/logout", "/login"} {
+			if strings.HasPrefix(p, prefix) {
+				return true
+			}
+		}
+		return strings.Contains(p, ".csv") || strings.Contains(p, "/stream")
+	}
+	seen := map[string]bool{}
+	queue := []string{"/", jobPath, "/jobs?state=queued&project=default"}
+	checked, jobPages := 0, 0
+	for len(queue) > 0 && checked < 250 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] || skip(p) {
+			continue
+		}
+		seen[p] = true
+		res, body := s.send(admin, "GET", p, "", nil)
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			continue
+		}
+		for _, m := range pageLink.FindAllStringSubmatch(body, -1) {
+			link, _, _ := strings.Cut(html.UnescapeString(m[1]), "#")
+			if !seen[link] {
+				queue = append(queue, link)
+			}
+		}
+		checked++
+		button := feedbackButton.FindString(body)
+		if strings.HasPrefix(p, "/feedback") {
+			if button != "" {
+				t.Errorf("%s, which has the feedback form, also has the Feedback button", p)
+			}
+			continue
+		}
+		if button == "" {
+			t.Errorf("%s has no Feedback button", p)
+			continue
+		}
+		if m := buttonPage.FindStringSubmatch(button); m == nil || html.UnescapeString(m[1]) != p {
+			t.Errorf("the Feedback button of %s files about page %v", p, m)
+		}
+		m := buttonJob.FindStringSubmatch(button)
+		switch {
+		case strings.HasPrefix(p, jobPath+"/") || p == jobPath || strings.HasPrefix(p, jobPath+"?"):
+			jobPages++
+			if m == nil || m[1] != fmt.Sprint(job.ID) {
+				t.Errorf("the Feedback button of %s is not about job %d: %v", p, job.ID, m)
+			}
+		case m != nil:
+			t.Errorf("the Feedback button of %s is about job %s", p, m[1])
+		}
+	}
+	// The crawl must have reached the portal's sections, not stopped at the first page.
+	for _, p := range []string{"/jobs", "/images", "/cluster", "/cost", "/alerts", "/admin", "/admin/teams", "/admin/quotas", "/admin/nodes", "/tokens", "/projects"} {
+		if !seen[p] {
+			t.Errorf("the crawl never reached %s; it saw %d pages", p, len(seen))
+		}
+	}
+	t.Logf("checked %d pages, %d of them job %d's", checked, jobPages, job.ID)
+	if jobPages == 0 {
+		t.Errorf("no page of job %d was checked", job.ID)
+	}
+
+	// A form shown again after a POST files about the page the form was on.
+	token := s.csrf(admin, "/admin/teams")
+	res, body := s.send(admin, "POST", "/admin/teams", url.Values{"csrf_token": {token}, "name": {"Bad Name!"}}.Encode(),
+		map[string]string{"Referer": s.srv.URL + "/admin/teams?from=home"})
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a bad team name = %d, want 400", res.StatusCode)
+	}
+	if m := buttonPage.FindStringSubmatch(feedbackButton.FindString(body)); m == nil || html.UnescapeString(m[1]) != "/admin/teams?from=home" {
+		t.Errorf("after the refused POST the Feedback button files about %v, want /admin/teams?from=home", m)
+	}
+	res, body = s.send(admin, "POST", "/admin/teams", url.Values{"csrf_token": {token}, "name": {"Bad Name!"}}.Encode(),
+		map[string]string{"Referer": "https://elsewhere.example/admin/teams"})
+	if m := buttonPage.FindStringSubmatch(feedbackButton.FindString(body)); res.StatusCode != http.StatusBadRequest || m == nil || m[1] != "" {
+		t.Errorf("with another site's Referer the Feedback button files about %v, want no page", m)
+	}
+}
+
+// In a real browser, the Feedback button of a job's page opens the short form, and what
+// it files records that page and that job.
+func TestFeedbackButtonInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	job := feedbackJob(t, st)
+	jobPath := fmt.Sprintf("/jobs/%d", job.ID)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+jobPath),
+		chromedp.WaitVisible(`[data-testid=feedback-button] summary`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('#fbb-title').checkVisibility()`)); n {
+		t.Fatal("the feedback form shows before the button is pressed")
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(`[data-testid=feedback-button] summary`),
+		chromedp.WaitVisible("#fbb-title"),
+		chromedp.SetValue("#fbb-category", "bug"),
+		chromedp.SendKeys("#fbb-title", "Logs stop after an hour"),
+		chromedp.SendKeys("#fbb-body", "The log view of this job froze at 60 minutes."),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Screenshot(t, ctx, "feedback-button")
+	if err := chromedp.Do(ctx, chromedp.Click("#fbb-send"), chromedp.WaitVisible("[data-testid=job]")); err != nil {
+		t.Fatal(err)
+	}
+	from := run(t, ctx, chromedp.Text("[data-testid=page]"))
+	about := run(t, ctx, chromedp.Text("[data-testid=job]"))
+	if from != jobPath || about != fmt.Sprintf("job %d", job.ID) {
+		t.Fatalf("the item says from %q, about %q; want %s and job %d", from, about, jobPath, job.ID)
+	}
+	items, err := st.FeedbackItems(context.Background(), store.FeedbackFilter{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items = %+v, %v", items, err)
+	}
+	it := items[0]
+	if it.Page != jobPath || it.JobID == nil || *it.JobID != job.ID || it.Category != "bug" || it.Title != "Logs stop after an hour" {
+		t.Fatalf("stored %+v, want the page %s and job %d", it, jobPath, job.ID)
+	}
+}
