@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/governance"
 	"github.com/gantry-gpu/gantry/services/governance/mailtest"
+	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 	"github.com/gantry-gpu/gantry/services/telemetry"
@@ -337,5 +339,131 @@ func TestPriorityClassInBrowser(t *testing.T) {
 	}
 	if changes := run(t, ctx, chromedp.Text("[data-testid=changes]")); !strings.Contains(changes, "priority_class.created") {
 		t.Errorf("the page's changes do not show the creation: %q", changes)
+	}
+}
+
+// In a real browser, an admin disables a person after confirming: the page says their
+// session ended and their job keeps waiting, and at once their session and API token
+// are refused while the job is left as it was.
+func TestDisablePersonInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ada, adaUser := s.member("ada")
+	secret, _, err := s.id.CreateToken(t.Context(), adaUser, "cli", identity.ScopeRead, 24*time.Hour)
+	must(t, err)
+	def, err := st.ProjectByName(t.Context(), "default")
+	must(t, err)
+	job := &models.Job{Name: "train", ProjectID: def.ID, UserID: adaUser.ID, Command: `["true"]`, Env: "{}", Replicas: 1, Kind: "batch", PriorityClass: "research"}
+	must(t, st.CreateJob(t.Context(), job, "test"))
+	if res, _ := s.send(ada, "GET", "/", "", nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("ada's session before = %d", res.StatusCode)
+	}
+
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s)
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/admin"),
+		chromedp.Click(`a[href="/admin/people"]`),
+		chromedp.WaitVisible(`[data-user="ada"]`),
+		chromedp.Click(`//tr[@data-user="ada"]//button[normalize-space()="Disable…"]`),
+		chromedp.WaitVisible("#confirm-button"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := run(t, ctx, chromedp.Text("h1")); q != "Disable ada?" {
+		t.Fatalf("disabling asks %q", q)
+	}
+	if res, _ := s.send(ada, "GET", "/", "", nil); res.StatusCode != http.StatusOK {
+		t.Fatal("asking for confirmation already signed ada out")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(".notice")); err != nil {
+		t.Fatal(err)
+	}
+	notice := run(t, ctx, chromedp.Text(".notice"))
+	status := run(t, ctx, chromedp.Text(`[data-user="ada"] .badge`))
+	if notice != "Disabled ada: 1 sessions ended; 1 of their jobs keep running or waiting." || status != "disabled" {
+		t.Fatalf("after disabling: notice %q, status %q", notice, status)
+	}
+	if res, _ := s.send(ada, "GET", "/", "", nil); res.StatusCode == http.StatusOK {
+		t.Error("ada's session still works after she was disabled")
+	}
+	if res, _ := s.send(s.browser(), "GET", "/api/v1/jobs", "", map[string]string{"Authorization": "Bearer " + secret}); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("ada's API token after she was disabled = %d, want 401", res.StatusCode)
+	}
+	if j, err := st.JobByID(t.Context(), job.ID); err != nil || j.State != models.JobQueued {
+		t.Errorf("ada's job after she was disabled = %+v, %v; want it still queued", j, err)
+	}
+}
+
+// In a real browser, an admin edits a node's labels (a line that is no key=value named,
+// nothing changed), cordons it and returns it to service, then removes it after
+// confirming: it stays listed, down, with its agent's credential revoked.
+func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newDispatchSite(t, st)
+	s.join("gpu-1", "2xA100-80GB")
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.srv.URL+"/admin/nodes"),
+		chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`),
+		chromedp.WaitVisible("#node-labels"),
+		chromedp.SetValue("#node-labels", "zone=eu-west\nrack 3"),
+		chromedp.Submit("#node-labels"),
+		chromedp.WaitVisible(".form-error"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := run(t, ctx, chromedp.Text(".form-error")); !strings.Contains(msg, "rack 3") {
+		t.Fatalf("a bad label line says %q, want the line named", msg)
+	}
+	if n, _ := st.NodeByName(t.Context(), "gpu-1"); strings.Contains(n.Labels, "eu-west") {
+		t.Fatalf("a refused label edit stored %s", n.Labels)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue("#node-labels", "zone=eu-west\nrack=3"),
+		chromedp.Submit("#node-labels"),
+		chromedp.WaitVisible(".notice"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labels := run(t, ctx, chromedp.Value("#node-labels")); labels != "rack=3\nzone=eu-west" {
+		t.Fatalf("the labels read %q after saving", labels)
+	}
+	for _, step := range []struct{ button, state string }{{"#cordon-gpu-1", "cordoned"}, {"#ready-gpu-1", "ready"}} {
+		err := chromedp.Do(ctx,
+			chromedp.Navigate(s.srv.URL+"/admin/nodes"),
+			chromedp.WaitVisible(step.button),
+			chromedp.Click(step.button),
+			chromedp.WaitVisible(".notice"),
+		)
+		if err != nil {
+			t.Fatalf("%s: %v", step.button, err)
+		}
+		if got := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`)); got != step.state {
+			t.Fatalf("after %s the node is %q, want %s", step.button, got, step.state)
+		}
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(`//tr[@data-node="gpu-1"]//button[normalize-space()="Remove…"]`),
+		chromedp.WaitVisible("#confirm-button"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := run(t, ctx, chromedp.Text("h1")); !strings.Contains(q, "gpu-1") {
+		t.Fatalf("removing asks %q", q)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(".notice")); err != nil {
+		t.Fatal(err)
+	}
+	notice := run(t, ctx, chromedp.Text(".notice"))
+	state := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`))
+	n, err := st.NodeByName(t.Context(), "gpu-1")
+	if notice != "Removed node gpu-1: its agent is refused from now on." || state != models.NodeDown || err != nil || n.CredentialHash != "" {
+		t.Fatalf("after removing: notice %q, state %q, stored %+v, %v; want it down with its credential revoked", notice, state, n, err)
 	}
 }
