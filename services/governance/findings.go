@@ -87,31 +87,40 @@ func (s *Service) teamCostSpikes(ctx context.Context, r models.AlertRule, now ti
 
 // idleProjects: a project whose GPUs were idle (below the idle utilisation) for more
 // than threshold percent of the GPU time it held over the window, once it held at
-// least MinIdleGPUMinutes. One alert per project per ISO week.
+// least MinIdleGPUMinutes. One alert per project per ISO week. The GPU time of every
+// project comes from one grouped query, not one per project.
 func (s *Service) idleProjects(ctx context.Context, r models.AlertRule, now time.Time) ([]finding, error) {
 	projects, err := s.store.Projects(ctx)
 	if err != nil {
 		return nil, err
 	}
+	active := make([]int64, 0, len(projects))
+	for _, p := range projects {
+		if !p.Archived {
+			active = append(active, p.ID)
+		}
+	}
 	from := now.Add(-time.Duration(r.WindowSec) * time.Second)
+	held, err := s.idle.ProjectsIdleMinutes(ctx, active, from, now, s.thresholds())
+	if err != nil {
+		return nil, err
+	}
 	year, week := now.UTC().ISOWeek()
 	var out []finding
 	for _, p := range projects {
-		if p.Archived {
+		m, ok := held[p.ID]
+		if p.Archived || !ok || m.Total < s.cfg.MinIdleGPUMinutes {
 			continue
 		}
-		pct, minutes, err := s.idle.ProjectIdleRate(ctx, p.ID, from, now, s.thresholds())
-		if err != nil {
-			return nil, err
-		}
-		if minutes < s.cfg.MinIdleGPUMinutes || pct <= r.Threshold {
+		pct := 100 * float64(m.Idle) / float64(m.Total)
+		if pct <= r.Threshold {
 			continue
 		}
 		out = append(out, finding{
 			scope: ScopeProject, scopeID: p.ID, period: fmt.Sprintf("%d-W%02d", year, week), projectIDs: []int64{p.ID},
 			summary: fmt.Sprintf("project %s: its GPUs were idle (below %g%% utilisation) %.1f%% of %d GPU-minutes since %s (threshold %g%%)",
-				p.Name, s.cfg.IdleUtilPct, pct, minutes, from.UTC().Format(time.RFC3339), r.Threshold),
-			evidence: map[string]any{"project": p.Name, "project_id": p.ID, "idle_pct": round1(pct), "gpu_minutes": minutes,
+				p.Name, s.cfg.IdleUtilPct, pct, m.Total, from.UTC().Format(time.RFC3339), r.Threshold),
+			evidence: map[string]any{"project": p.Name, "project_id": p.ID, "idle_pct": round1(pct), "gpu_minutes": m.Total,
 				"idle_below_pct": s.cfg.IdleUtilPct, "threshold_pct": r.Threshold,
 				"window_from": from.UTC().Format(time.RFC3339), "window_to": now.UTC().Format(time.RFC3339)},
 		})
@@ -223,21 +232,24 @@ func (s *Service) budgetOwners(ctx context.Context) (map[int64]string, map[int64
 	if err != nil {
 		return nil, nil, err
 	}
+	teamNames, projectNames := make(map[int64]string, len(teams)), make(map[int64]string, len(allProjects))
+	for _, t := range teams {
+		teamNames[t.ID] = t.Name
+	}
+	for _, p := range allProjects {
+		projectNames[p.ID] = p.Name
+	}
 	names, covered := map[int64]string{}, map[int64][]int64{}
 	for _, b := range budgets {
 		switch {
 		case b.TeamID != nil:
-			for _, t := range teams {
-				if t.ID == *b.TeamID {
-					names[b.ID] = "team " + t.Name
-				}
+			if name, ok := teamNames[*b.TeamID]; ok {
+				names[b.ID] = "team " + name
 			}
 			covered[b.ID] = byTeam[*b.TeamID]
 		case b.ProjectID != nil:
-			for _, p := range allProjects {
-				if p.ID == *b.ProjectID {
-					names[b.ID] = "project " + p.Name
-				}
+			if name, ok := projectNames[*b.ProjectID]; ok {
+				names[b.ID] = "project " + name
 			}
 			covered[b.ID] = []int64{*b.ProjectID}
 		}

@@ -16,7 +16,7 @@ import (
 // IdleSource measures idle GPU time from telemetry; *telemetry.Service implements it.
 type IdleSource interface {
 	JobIdleFor(ctx context.Context, job *models.Job, now, since time.Time, th advice.Thresholds) (time.Duration, error)
-	ProjectIdleRate(ctx context.Context, projectID int64, from, to time.Time, th advice.Thresholds) (idlePct float64, gpuMinutes int64, err error)
+	ProjectsIdleMinutes(ctx context.Context, projectIDs []int64, from, to time.Time, th advice.Thresholds) (map[int64]store.GPUMinutes, error)
 	JobsIdleMinutes(ctx context.Context, jobIDs []int64, from, to time.Time, th advice.Thresholds) (map[int64]store.GPUMinutes, error)
 }
 

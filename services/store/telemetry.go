@@ -324,20 +324,38 @@ type GPUMinutes struct {
 	Idle  int64
 }
 
-// ProjectGPUMinutes counts the 1-minute telemetry of the project's jobs with
-// from <= at < to, idle when utilisation stayed below idleBelowPct.
-func (s *Store) ProjectGPUMinutes(ctx context.Context, projectID int64, from, to time.Time, idleBelowPct float64) (GPUMinutes, error) {
-	var m GPUMinutes
-	err := s.read(ctx).Table("telemetry_samples t").
-		Select("COUNT(*), COALESCE(SUM(CASE WHEN t.util_max_pct < ? THEN 1 ELSE 0 END), 0)", idleBelowPct).
-		Joins("JOIN jobs j ON j.id = t.job_id").
-		Where("j.project_id = ? AND t.resolution = ? AND t.at >= ? AND t.at < ? AND t.reported & ? <> 0",
-			projectID, models.ResolutionMinute, from.UTC(), to.UTC(), models.ReportedUtil).
-		Row().Scan(&m.Total, &m.Idle)
-	if err != nil {
-		return m, fmt.Errorf("GPU minutes of project %d: %w", projectID, err)
+// projectsPerQuery bounds the project ids one grouped query names, well inside the
+// bind-variable limits of SQLite and PostgreSQL.
+const projectsPerQuery = 2000
+
+// ProjectsGPUMinutes counts, per project, the 1-minute telemetry of its jobs with
+// from <= at < to, idle when utilisation stayed below idleBelowPct: one query grouped by
+// project for up to projectsPerQuery projects, rather than one per project. Projects
+// without any are absent.
+func (s *Store) ProjectsGPUMinutes(ctx context.Context, projectIDs []int64, from, to time.Time, idleBelowPct float64) (map[int64]GPUMinutes, error) {
+	out := map[int64]GPUMinutes{}
+	for len(projectIDs) > 0 {
+		chunk := projectIDs[:min(len(projectIDs), projectsPerQuery)]
+		projectIDs = projectIDs[len(chunk):]
+		var rows []struct {
+			ProjectID int64
+			Total     int64
+			Idle      int64
+		}
+		err := s.read(ctx).Table("telemetry_samples t").
+			Select("j.project_id AS project_id, COUNT(*) AS total, COALESCE(SUM(CASE WHEN t.util_max_pct < ? THEN 1 ELSE 0 END), 0) AS idle", idleBelowPct).
+			Joins("JOIN jobs j ON j.id = t.job_id").
+			Where("j.project_id IN ? AND t.resolution = ? AND t.at >= ? AND t.at < ? AND t.reported & ? <> 0",
+				chunk, models.ResolutionMinute, from.UTC(), to.UTC(), models.ReportedUtil).
+			Group("j.project_id").Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("GPU minutes of %d projects: %w", len(chunk), err)
+		}
+		for _, r := range rows {
+			out[r.ProjectID] = GPUMinutes{Total: r.Total, Idle: r.Idle}
+		}
 	}
-	return m, nil
+	return out, nil
 }
 
 // JobsGPUMinutes counts, per job, the 1-minute telemetry of jobs with from <= at < to,

@@ -102,18 +102,12 @@ func (s *Service) JobIdleFor(ctx context.Context, job *models.Job, now, since ti
 	return advice.IdleFor(advice.JobHistory{Job: *job, GPU: gpu, Now: now}, th), nil
 }
 
-// ProjectIdleRate is the share of the GPU-minutes a project's jobs held from..to in
-// which the GPU stayed idle (below th.IdleUtilPct): the signal of governance's
-// project-idle rule. It reads 1-minute roll-ups, so the last few minutes are not in yet.
-func (s *Service) ProjectIdleRate(ctx context.Context, projectID int64, from, to time.Time, th advice.Thresholds) (idlePct float64, gpuMinutes int64, err error) {
-	m, err := s.store.ProjectGPUMinutes(ctx, projectID, from, to, th.IdleUtilPct)
-	if err != nil {
-		return 0, 0, err
-	}
-	if m.Total == 0 {
-		return 0, 0, nil
-	}
-	return 100 * float64(m.Idle) / float64(m.Total), m.Total, nil
+// ProjectsIdleMinutes counts, per project, the GPU-minutes its jobs held from..to and
+// how many of them stayed idle (below th.IdleUtilPct), in one grouped query: the signal
+// of governance's project-idle rule. It reads 1-minute roll-ups, so the last few
+// minutes are not in yet. Projects without GPU time are absent.
+func (s *Service) ProjectsIdleMinutes(ctx context.Context, projectIDs []int64, from, to time.Time, th advice.Thresholds) (map[int64]store.GPUMinutes, error) {
+	return s.store.ProjectsGPUMinutes(ctx, projectIDs, from, to, th.IdleUtilPct)
 }
 
 // maxSimilarRuns bounds how many earlier runs a recommendation reads.

@@ -69,12 +69,10 @@ func TestJobHintsAndGovernanceSignalsFromStoredTelemetry(t *testing.T) {
 		if _, err := svc.Rollup(ctx, now.Add(5*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		pct, minutes, err := svc.ProjectIdleRate(ctx, f.project.ID, start, now, advice.DefaultThresholds())
-		if err != nil || minutes != 60 || pct < 66.66 || pct > 66.67 {
-			t.Errorf("project idle = %.2f%% of %d GPU-minutes, %v; want 66.67%% of 60", pct, minutes, err)
-		}
-		if pct, minutes, err := svc.ProjectIdleRate(ctx, f.project.ID+1000, start, now, advice.DefaultThresholds()); err != nil || pct != 0 || minutes != 0 {
-			t.Errorf("idle of a project without GPUs = %v %v %v", pct, minutes, err)
+		// One grouped query answers for both projects; the one without GPU time is absent.
+		byProject, err := svc.ProjectsIdleMinutes(ctx, []int64{f.project.ID, f.project.ID + 1000}, start, now, advice.DefaultThresholds())
+		if err != nil || len(byProject) != 1 || byProject[f.project.ID] != (store.GPUMinutes{Total: 60, Idle: 40}) {
+			t.Errorf("project idle minutes = %+v, %v; want 40 of 60 for project %d only", byProject, err, f.project.ID)
 		}
 	})
 }
