@@ -314,3 +314,56 @@ func TestJobCancelAPI(t *testing.T) {
 		t.Fatalf("cancel of no job = %d", status)
 	}
 }
+
+// Secret variables are answered masked, named in secret_env, when submitted and when read.
+func TestJobAPISecretEnv(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		user := &models.User{Username: "ada"}
+		team := &models.Team{Name: "vision"}
+		if err := st.CreateUser(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
+			t.Fatal(err)
+		}
+		srv := jobAPI(t, st, user, &kicks{})
+		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "train", "command": ["a"],
+			"env": {"EPOCHS": "3", "HF_TOKEN": "hf_abc123", "DB_URL": {"value": "postgres://u:pw77@db", "secret": true}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		created, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var job struct {
+			ID        int64
+			Env       map[string]string
+			SecretEnv []string `json:"secret_env"`
+		}
+		if err := json.Unmarshal(created, &job); res.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("submit = %d %s", res.StatusCode, created)
+		}
+		res, err = http.Get(srv.URL + "/api/v1/jobs/" + strconv.FormatInt(job.ID, 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for what, body := range map[string][]byte{"the submit answer": created, "the job": shown} {
+			job.Env, job.SecretEnv = nil, nil
+			if err := json.Unmarshal(body, &job); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(body), "hf_abc123") || strings.Contains(string(body), "pw77") {
+				t.Errorf("%s shows a secret value: %s", what, body)
+			}
+			if job.Env["EPOCHS"] != "3" || job.Env["HF_TOKEN"] != jobs.Masked || job.Env["DB_URL"] != jobs.Masked || strings.Join(job.SecretEnv, ",") != "DB_URL,HF_TOKEN" {
+				t.Errorf("%s: env %v, secret_env %v", what, job.Env, job.SecretEnv)
+			}
+		}
+	})
+}

@@ -20,8 +20,11 @@ func (h *Handler) JobCreate(c *gin.Context) {
 	if err == nil {
 		var j *models.Job
 		if j, err = h.jobs.Submit(c.Request.Context(), user, spec); err == nil {
-			c.JSON(http.StatusCreated, jobView(j, spec.Project, user.Username))
-			return
+			v := jobView(j, spec.Project, user.Username)
+			if err = h.maskSecretEnv(c.Request.Context(), &v); err == nil {
+				c.JSON(http.StatusCreated, v)
+				return
+			}
 		}
 	}
 	var fe *models.FieldError

@@ -19,7 +19,7 @@ import (
 // start with the label, so that they read as the page does.
 var jobFormLabels = map[string]string{
 	"project": "Project", "name": "Name", "image": "Image", "custom_image": "Custom image", "command": "Command",
-	"env": "Environment", "gpus": "GPUs", "gpu_share": "GPU share", "gpu_memory_gib": "GPU memory", "gpu_model": "GPU model",
+	"env": "Environment", "secret_env": "Secret variables", "gpus": "GPUs", "gpu_share": "GPU share", "gpu_memory_gib": "GPU memory", "gpu_model": "GPU model",
 	"mig_profile": "MIG profile", "cpu_cores": "CPU cores", "memory_gib": "RAM", "scratch_gib": "Scratch disk",
 	"replicas": "Replicas", "priority_class": "Priority class", "preemptible": "Preemptible", "expected_run": "Expected run time",
 	"retries": "Retries", "kind": "Kind",
@@ -39,6 +39,11 @@ func formFieldOf(f templates.JobForm, field string) string {
 	case strings.HasPrefix(field, "command"):
 		return "command"
 	case strings.HasPrefix(field, "env"):
+		if secret, _ := parseEnv("secret_env", f.SecretEnv); secret != nil {
+			if _, ok := secret[strings.TrimPrefix(field, "env.")]; ok {
+				return "secret_env"
+			}
+		}
 		return "env"
 	case field == "image" && strings.TrimSpace(f.CustomImage) != "":
 		return "custom_image"
@@ -148,7 +153,7 @@ func defaultJobForm(project string) templates.JobForm {
 func jobFormOf(v url.Values) templates.JobForm {
 	return templates.JobForm{
 		Project: v.Get("project"), Name: v.Get("name"), Image: v.Get("image"), CustomImage: v.Get("custom_image"),
-		Command: v.Get("command"), Env: v.Get("env"), Preset: v.Get("preset"), GPUs: v.Get("gpus"), GPUShare: v.Get("gpu_share"),
+		Command: v.Get("command"), Env: v.Get("env"), SecretEnv: v.Get("secret_env"), SecretsOf: v.Get("secrets_of"), Preset: v.Get("preset"), GPUs: v.Get("gpus"), GPUShare: v.Get("gpu_share"),
 		GPUMemoryGiB: v.Get("gpu_memory_gib"), GPUModel: v.Get("gpu_model"), MIGProfile: v.Get("mig_profile"),
 		CPUCores: v.Get("cpu_cores"), MemoryGiB: v.Get("memory_gib"), ScratchGiB: v.Get("scratch_gib"), Replicas: v.Get("replicas"),
 		PriorityClass: v.Get("priority_class"), Preemptible: v.Get("preemptible"), Spot: v.Get("spot") != "",
@@ -169,8 +174,13 @@ func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 	if s.Command, err = splitCommand(f.Command); err != nil {
 		return s, err
 	}
-	if s.Env, err = parseEnv(f.Env); err != nil {
+	if s.Env, err = envOfForm(f); err != nil {
 		return s, err
+	}
+	if f.SecretsOf != "" {
+		if s.SecretsOf, err = strconv.ParseInt(f.SecretsOf, 10, 64); err != nil || s.SecretsOf <= 0 {
+			return s, models.Invalid("secret_env", "the job to keep secret values of is a job number")
+		}
 	}
 	r := &s.Resources
 	r.GPUModel, r.MIGProfile = strings.TrimSpace(f.GPUModel), strings.TrimSpace(f.MIGProfile)
@@ -230,12 +240,47 @@ func formOfSpec(s jobs.Spec, catalog bool) templates.JobForm {
 	if s.ExpectedRunSec > 0 {
 		f.ExpectedRun = shortDuration(time.Duration(s.ExpectedRunSec) * time.Second)
 	}
-	var env []string
+	// Secret values never come back: their names do, left empty to keep the values.
+	var env, secret []string
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		env = append(env, k+"="+s.Env[k])
+		if v := s.Env[k]; v.IsSecret(k) {
+			secret = append(secret, k+"=")
+		} else {
+			env = append(env, k+"="+v.Value)
+		}
 	}
-	f.Env = strings.Join(env, "\n")
+	f.Env, f.SecretEnv = strings.Join(env, "\n"), strings.Join(secret, "\n")
+	if len(secret) > 0 && s.SecretsOf > 0 {
+		f.SecretsOf = strconv.FormatInt(s.SecretsOf, 10)
+	}
 	return f
+}
+
+// envOfForm reads the Environment and Secret variables fields. A name that looks secret
+// (jobs.SecretName) is secret in either.
+func envOfForm(f templates.JobForm) (map[string]jobs.EnvVar, error) {
+	plain, err := parseEnv("env", f.Env)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := parseEnv("secret_env", f.SecretEnv)
+	if err != nil {
+		return nil, err
+	}
+	if len(plain)+len(secret) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]jobs.EnvVar, len(plain)+len(secret))
+	for k, v := range plain {
+		env[k] = jobs.Plain(v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(secret)) {
+		if _, dup := env[k]; dup {
+			return nil, models.Invalid("secret_env", "%s is set under Environment too: keep it in one of them", k)
+		}
+		env[k] = jobs.Secret(secret[k])
+	}
+	return env, nil
 }
 
 func formInt(field, v string, lo, hi int) (int, error) {
@@ -295,7 +340,7 @@ func formDuration(v string) (int64, error) {
 }
 
 // parseEnv reads NAME=value lines; blank lines and lines starting with # are skipped.
-func parseEnv(text string) (map[string]string, error) {
+func parseEnv(field, text string) (map[string]string, error) {
 	env := map[string]string{}
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSuffix(line, "\r")
@@ -305,10 +350,10 @@ func parseEnv(text string) (map[string]string, error) {
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, models.Invalid("env", "line %d is not NAME=value", i+1)
+			return nil, models.Invalid(field, "line %d is not NAME=value", i+1)
 		}
 		if _, dup := env[k]; dup {
-			return nil, models.Invalid("env", "line %d sets %s a second time", i+1, k)
+			return nil, models.Invalid(field, "line %d sets %s a second time", i+1, k)
 		}
 		env[k] = v
 	}

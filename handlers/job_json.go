@@ -21,7 +21,8 @@ type jobJSON struct {
 	PendingReason string            `json:"pending_reason,omitempty"`
 	Image         string            `json:"image,omitempty"`
 	Command       []string          `json:"command,omitempty"` // not in lists
-	Env           map[string]string `json:"env,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`     // secret values masked
+	SecretEnv     []string          `json:"secret_env,omitempty"`
 	Resources     jobs.Resources    `json:"resources"`
 	Kind          string            `json:"kind,omitempty"`
 	PriorityClass string            `json:"priority_class"`
@@ -87,6 +88,22 @@ func jobView(j *models.Job, project, user string) jobJSON {
 	return v
 }
 
+// maskSecretEnv adds the job's secret variables to v, their values masked.
+func (h *Handler) maskSecretEnv(ctx context.Context, v *jobJSON) error {
+	names, err := h.jobs.SecretEnvNames(ctx, v.ID)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	if v.Env == nil {
+		v.Env = make(map[string]string, len(names))
+	}
+	for _, k := range names {
+		v.Env[k] = jobs.Masked
+	}
+	v.SecretEnv = names
+	return nil
+}
+
 // jobDetail renders j with its events and allocations.
 func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error) {
 	p, err := h.store.ProjectByID(ctx, j.ProjectID)
@@ -98,6 +115,9 @@ func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error)
 		return jobJSON{}, err
 	}
 	v := jobView(j, p.Name, users[j.UserID])
+	if err := h.maskSecretEnv(ctx, &v); err != nil {
+		return jobJSON{}, err
+	}
 	events, err := h.jobs.Events(ctx, j.ID)
 	if err != nil {
 		return jobJSON{}, err

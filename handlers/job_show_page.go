@@ -99,10 +99,19 @@ func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, no
 		s.Command = joinCommand(args)
 	}
 	var env map[string]string
+	var names []string
 	if j.Env != "" && json.Unmarshal([]byte(j.Env), &env) == nil {
 		// Values may be secrets: the page names the variables only.
-		s.EnvNames = strings.Join(slices.Sorted(maps.Keys(env)), ", ")
+		names = slices.Sorted(maps.Keys(env))
 	}
+	secret, err := h.jobs.SecretEnvNames(ctx, j.ID)
+	if err != nil {
+		return s, err
+	}
+	for _, k := range secret {
+		names = append(names, k+" (secret)")
+	}
+	s.EnvNames = strings.Join(names, ", ")
 	policy := []string{map[bool]string{true: "preemptible", false: "not preemptible"}[j.Preemptible]}
 	if j.Spot {
 		policy = append(policy, "spot allowed")

@@ -146,6 +146,18 @@ type JobLogChunk struct {
 	CreatedAt time.Time
 }
 
+// JobSecretEnv is the value of a job's secret environment variable, kept apart from the
+// job so that nothing that shows a job can show it: only the job's leases (and its
+// Slurm batch script) carry it.
+type JobSecretEnv struct {
+	JobID int64  `gorm:"primaryKey;autoIncrement:false"`
+	Name  string `gorm:"primaryKey"`
+	Value string
+}
+
+// TableName is the migration's name.
+func (JobSecretEnv) TableName() string { return "job_secret_env" }
+
 // JobMetric is one scalar a job reported (step, loss, samples/s, custom).
 type JobMetric struct {
 	ID      int64

@@ -356,3 +356,76 @@ func FuzzSubmitForm(f *testing.F) {
 		}
 	})
 }
+
+// Secret variables through the pages: typed in Secret variables or named like a secret
+// in Environment, their values appear on no page, not even the clone form, whose empty
+// values keep them for the job's submitter; anyone else re-running it must give their own.
+func TestSecretEnvThroughThePages(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		bob := s.user("bob", "default", models.RoleMember)
+		token := s.csrf(ada, "/jobs/new")
+		const hf, db = "hf_formsecret-81", "postgres://x:pw-formsecret-82@db"
+		f := jobForm(token)
+		f.Set("env", "EPOCHS=3\nHF_TOKEN="+hf)
+		f.Set("secret_env", "EPOCHS=4")
+		res, body := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Secret variables: EPOCHS is set under Environment too") {
+			t.Fatalf("a name in both fields = %d: %s", res.StatusCode, formErrorOf(body))
+		}
+		f.Set("secret_env", "DB_URL="+db)
+		res, _ = s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || m == nil {
+			t.Fatalf("submit = %d → %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		id := mustID(t, m[1])
+		if got, err := st.JobSecretEnv(ctx, id); err != nil || got["HF_TOKEN"] != hf || got["DB_URL"] != db || jobByID(t, st, m[1]).Env != `{"EPOCHS":"3"}` {
+			t.Fatalf("stored secrets %v (%v), env %s", got, err, jobByID(t, st, m[1]).Env)
+		}
+		leaks := func(what, body string) {
+			t.Helper()
+			if strings.Contains(body, hf) || strings.Contains(body, "formsecret-82") {
+				t.Errorf("%s shows a secret value", what)
+			}
+		}
+		_, body = s.send(ada, "GET", "/jobs/"+m[1], "", nil)
+		leaks("the job page", body)
+		if !strings.Contains(body, "EPOCHS, DB_URL (secret), HF_TOKEN (secret)") {
+			t.Errorf("the job page does not name the secret variables")
+		}
+		_, body = s.send(ada, "GET", "/jobs/new?clone="+m[1], "", nil)
+		leaks("the clone form", body)
+		if !strings.Contains(body, "EPOCHS=3</textarea>") || !strings.Contains(body, "DB_URL=\nHF_TOKEN=</textarea>") ||
+			!strings.Contains(body, `name="secrets_of" value="`+m[1]+`"`) {
+			t.Fatalf("clone form: %s", body[strings.Index(body, `<label for="f-env"`):strings.Index(body, `<fieldset id="resources"`)])
+		}
+		f.Set("env", "EPOCHS=3")
+		f.Set("secret_env", "DB_URL=\nHF_TOKEN=hf_new")
+		f.Set("secrets_of", m[1])
+		res, _ = s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		clone := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || clone == nil {
+			t.Fatalf("submit the clone = %d", res.StatusCode)
+		}
+		if got, _ := st.JobSecretEnv(ctx, mustID(t, clone[1])); got["DB_URL"] != db || got["HF_TOKEN"] != "hf_new" {
+			t.Errorf("the clone's secrets = %v, want DB_URL kept and HF_TOKEN new", got)
+		}
+		res, body = s.send(bob, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {s.csrf(bob, "/jobs/new")}}.Encode(), nil)
+		leaks("bob's refused re-run", body)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "enter the value yourself") {
+			t.Errorf("bob re-runs ada's job with secrets = %d: %s", res.StatusCode, formErrorOf(body))
+		}
+		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || again == nil {
+			t.Fatalf("ada re-runs = %d", res.StatusCode)
+		}
+		if got, _ := st.JobSecretEnv(ctx, mustID(t, again[1])); got["DB_URL"] != db || got["HF_TOKEN"] != hf {
+			t.Errorf("the re-run's secrets = %v", got)
+		}
+	})
+}

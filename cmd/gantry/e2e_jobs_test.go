@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -264,4 +265,31 @@ func auditActions(t *testing.T, c *cluster) []string {
 		out = append(out, e.Action)
 	}
 	return out
+}
+
+// A secret variable reaches the job's process, but neither its stored output (masked)
+// nor the lease file the agent keeps beside the attempt, which other users of the node
+// may read.
+func TestE2ESecretEnvReachesOnlyTheJob(t *testing.T) {
+	c := newCluster(t)
+	c.startAgent("gpu-1", "1xA100-80GB")
+	const secret = "hf_e2e-secret-5521"
+	// It runs until cancelled: the agent removes an ended attempt's files.
+	j := c.submit("secret", `echo "length ${#HF_TOKEN}"; echo "token $HF_TOKEN"; while :; do sleep 0.05; done`, func(s *jobs.Spec) {
+		s.Env = map[string]jobs.EnvVar{"HF_TOKEN": jobs.Secret(secret)}
+	})
+	want := fmt.Sprintf("length %d\ntoken %s\n", len(secret), strings.Repeat("*", len(secret)))
+	c.waitFor("the job's output, masked", func() bool { return c.output(j.ID, 1, "stdout") == want })
+	leases, _ := filepath.Glob(filepath.Join(c.dir, "agents", "gpu-1", "attempts", "*", "lease.json"))
+	if len(leases) != 1 {
+		t.Fatalf("lease files %v", leases)
+	}
+	b, err := os.ReadFile(leases[0])
+	if err != nil || strings.Contains(string(b), secret) || !strings.Contains(string(b), `"job_id":`+itoa(j.ID)) {
+		t.Errorf("lease file holds the secret, or is not the job's: %s (%v)", b, err)
+	}
+	if _, err := c.disp.CancelJob(c.ctx, j.ID, "user:ada", "done"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitState(j.ID, models.JobCancelled)
 }

@@ -474,8 +474,11 @@ func (a *Agent) start(ctx context.Context, l agentapi.Lease) error {
 			return fmt.Errorf("get a job token: %w", err)
 		}
 	}
-	l.JobToken = "" // the lease file keeps no secret; the job's spec does, readable by the agent alone
-	if err := f.writeJSON(leaseFile, l); err != nil {
+	// The lease file keeps no secret; the job's spec does, readable by the agent alone.
+	l.JobToken = ""
+	stored := l
+	stored.SecretEnv = nil
+	if err := f.writeJSON(leaseFile, stored); err != nil {
 		return err
 	}
 	jc := jobContext{work: f.path(workDir), scratch: f.path(scratchDir), checkpoints: checkpoint, server: a.client.base, token: token}

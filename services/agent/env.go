@@ -41,6 +41,9 @@ func jobEnv(l agentapi.Lease, jc jobContext) []string {
 	for k, v := range l.Env {
 		env[k] = v
 	}
+	for k, v := range l.SecretEnv {
+		env[k] = v
+	}
 	uuids := make([]string, len(l.Devices))
 	for i, d := range l.Devices {
 		uuids[i] = d.Visible()

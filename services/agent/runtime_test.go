@@ -194,8 +194,9 @@ func TestJobEnvironment(t *testing.T) {
 	t.Setenv("GANTRY_JOIN_TOKEN", "gjt_secret")
 	l := agentapi.Lease{
 		AttemptRef: agentapi.AttemptRef{JobID: 7, Attempt: 2, Replica: 1}, JobName: "train",
-		Env:     map[string]string{"EPOCHS": "3", "PATH": "/opt/conda/bin:/usr/bin"},
-		Devices: []agentapi.Device{{UUID: "GPU-a", Milli: 1000}, {UUID: "GPU-c", MIGUUID: "MIG-b", MIGProfile: "3g.40gb"}},
+		Env:       map[string]string{"EPOCHS": "3", "PATH": "/opt/conda/bin:/usr/bin"},
+		SecretEnv: map[string]string{"HF_TOKEN": "hf_x"},
+		Devices:   []agentapi.Device{{UUID: "GPU-a", Milli: 1000}, {UUID: "GPU-c", MIGUUID: "MIG-b", MIGProfile: "3g.40gb"}},
 	}
 	env := jobEnv(l, jobContext{work: "/w", scratch: "/s", checkpoints: "/c", server: "http://gantry:8080", token: "gjb_job"})
 	for _, want := range []string{
@@ -203,7 +204,7 @@ func TestJobEnvironment(t *testing.T) {
 		"GANTRY_SERVER=http://gantry:8080", "GANTRY_JOB_TOKEN=gjb_job",
 		"GANTRY_CHECKPOINT_DIR=/c", "GANTRY_CHECKPOINT_REQUEST_FILE=/c/" + CheckpointRequestFile, "GANTRY_SCRATCH_DIR=/s",
 		"CUDA_VISIBLE_DEVICES=GPU-a,MIG-b", "NVIDIA_VISIBLE_DEVICES=GPU-a,MIG-b",
-		"EPOCHS=3", "PATH=/opt/conda/bin:/usr/bin", "HOME=/w", "TMPDIR=/s",
+		"EPOCHS=3", "HF_TOKEN=hf_x", "PATH=/opt/conda/bin:/usr/bin", "HOME=/w", "TMPDIR=/s",
 	} {
 		if !slices.Contains(env, want) {
 			t.Errorf("job env lacks %s: %v", want, env)

@@ -189,9 +189,12 @@ type Leases struct {
 // Lease is one allocation: what to run, where, and whether to stop it.
 type Lease struct {
 	AttemptRef
-	JobName    string            `json:"job_name"`
-	Command    []string          `json:"command"`
-	Env        map[string]string `json:"env,omitempty"`
+	JobName string            `json:"job_name"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	// SecretEnv are the job's secret variables: for the job's environment only, never
+	// logged or kept in a file another user of the node may read.
+	SecretEnv  map[string]string `json:"secret_env,omitempty"`
 	Image      string            `json:"image,omitempty"`
 	Devices    []Device          `json:"devices,omitempty"`
 	CPUMilli   int64             `json:"cpu_milli"`

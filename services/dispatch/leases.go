@@ -67,6 +67,10 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 		if err != nil {
 			return fail(err)
 		}
+		secrets, err := s.store.SecretEnvOfJobs(ctx, ids)
+		if err != nil {
+			return fail(err)
+		}
 		grace, err := s.graceByClass(ctx)
 		if err != nil {
 			return fail(err)
@@ -92,6 +96,7 @@ func (s *Service) leasesOf(ctx context.Context, nodeID int64) (agentapi.Leases, 
 			if err != nil {
 				return fail(err)
 			}
+			l.SecretEnv = secrets[j.ID]
 			out.Allocations = append(out.Allocations, l)
 			issued = append(issued, a)
 		}

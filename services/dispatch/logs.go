@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
@@ -26,6 +28,10 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	if err != nil {
 		return 0, err
 	}
+	secrets, err := s.store.JobSecretEnv(ctx, c.JobID)
+	if err != nil {
+		return 0, err
+	}
 	for {
 		end, err := s.store.LogEnd(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
 		if err != nil {
@@ -40,7 +46,7 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 		}
 		err = s.store.CreateLogChunk(ctx, &models.JobLogChunk{
 			JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
-			Offset: end, Data: c.Data[end-c.Offset:],
+			Offset: end, Data: redact(c.Data[end-c.Offset:], secrets),
 		})
 		if errors.Is(err, store.ErrConflict) {
 			continue // another request stored a chunk at end first; look again
@@ -50,4 +56,27 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 		}
 		return next, nil
 	}
+}
+
+// redact masks the job's secret values in a piece of its output with as many '*', so
+// that offsets still hold. A value split between two chunks is not caught.
+func redact(data []byte, secrets map[string]string) []byte {
+	if len(secrets) == 0 {
+		return data
+	}
+	values := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		if v != "" {
+			values = append(values, v)
+		}
+	}
+	// Longest first: a value that holds another is masked whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	out := data
+	for _, v := range values {
+		if bytes.Contains(out, []byte(v)) {
+			out = bytes.ReplaceAll(out, []byte(v), bytes.Repeat([]byte("*"), len(v)))
+		}
+	}
+	return out
 }

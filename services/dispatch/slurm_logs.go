@@ -35,6 +35,10 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 	if err != nil {
 		return err
 	}
+	secrets, err := p.svc.store.JobSecretEnv(ctx, r.JobID)
+	if err != nil {
+		return err
+	}
 	stdout, stderr := sp.b.Config().LogPaths(r.JobID, r.Attempt)
 	complete := true
 	for _, f := range []struct {
@@ -56,7 +60,7 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 		if len(data) == 0 {
 			continue
 		}
-		err = p.svc.store.CreateLogChunk(ctx, &models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: data})
+		err = p.svc.store.CreateLogChunk(ctx, &models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: redact(data, secrets)})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("store output of Slurm job %s: %w", r.SlurmJobID, err)
 		}

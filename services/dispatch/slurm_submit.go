@@ -80,7 +80,22 @@ func (p *SlurmPools) specOf(ctx context.Context, job *models.Job, a models.Alloc
 			}
 		}
 	}
-	return slurm.SpecOf(*job, a.Attempt, *class, model, job.ImageRef)
+	spec, err := slurm.SpecOf(*job, a.Attempt, *class, model, job.ImageRef)
+	if err != nil {
+		return spec, err
+	}
+	// The batch script exports them: Slurm keeps it readable to the job's user and its admins.
+	secrets, err := p.svc.store.JobSecretEnv(ctx, job.ID)
+	if err != nil {
+		return spec, err
+	}
+	for k, v := range secrets {
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		spec.Env[k] = v
+	}
+	return spec, nil
 }
 
 // recordSubmission keeps the Slurm job of an attempt and follows it from the next poll.

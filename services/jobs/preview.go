@@ -80,7 +80,7 @@ type ModelCost struct {
 // Preview works out what spec would do if user submitted it now.
 func (p *Previewer) Preview(ctx context.Context, user *models.User, spec Spec) (Preview, error) {
 	var out Preview
-	j, err := p.jobs.build(ctx, user, spec)
+	j, _, err := p.jobs.build(ctx, user, spec)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		out.Invalid = fe

@@ -92,11 +92,11 @@ func TestPreview(t *testing.T) {
 			return s
 		}
 
-		p, err := pv.Preview(ctx, user, spec(func(s *jobs.Spec) { s.Env = map[string]string{"A=B": "1"} }))
+		p, err := pv.Preview(ctx, user, spec(func(s *jobs.Spec) { s.Env = map[string]jobs.EnvVar{"A=B": jobs.Plain("1")} }))
 		if err != nil || p.Invalid == nil || p.Invalid.Field != "env" || p.Placement != nil {
 			t.Fatalf("preview of a bad spec = %+v, %v; want the field Submit names", p, err)
 		}
-		if _, err := svc.Submit(ctx, user, spec(func(s *jobs.Spec) { s.Env = map[string]string{"A=B": "1"} })); err == nil || !strings.Contains(err.Error(), p.Invalid.Message) {
+		if _, err := svc.Submit(ctx, user, spec(func(s *jobs.Spec) { s.Env = map[string]jobs.EnvVar{"A=B": jobs.Plain("1")} })); err == nil || !strings.Contains(err.Error(), p.Invalid.Message) {
 			t.Fatalf("Submit says %v, the preview %q", err, p.Invalid.Message)
 		}
 

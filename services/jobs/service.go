@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -54,7 +55,7 @@ func (s *Service) Resubmit(ctx context.Context, user *models.User, j *models.Job
 }
 
 func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, rerunOf *int64) (*models.Job, error) {
-	j, err := s.build(ctx, user, spec)
+	j, secrets, err := s.build(ctx, user, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +65,9 @@ func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, reru
 	}
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.CreateJob(ctx, j, "user:"+user.Username); err != nil {
+			return err
+		}
+		if err := tx.SetJobSecretEnv(ctx, j.ID, secrets); err != nil {
 			return err
 		}
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10),
@@ -78,8 +82,65 @@ func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, reru
 	return j, nil
 }
 
-// build validates spec and turns it into the job Submit would store, without storing it.
-func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
+// build validates spec and turns it into the job Submit would store, without storing
+// it, and the values of its secret variables, which are stored apart from the job.
+func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*models.Job, map[string]string, error) {
+	j, err := s.buildJob(ctx, user, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain, secrets := splitEnv(spec.Env)
+	if len(plain) > 0 {
+		env, err := json.Marshal(plain)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode env: %w", err)
+		}
+		j.Env = string(env)
+	}
+	if err := s.keepSecrets(ctx, user, spec.SecretsOf, secrets); err != nil {
+		return nil, nil, err
+	}
+	return j, secrets, nil
+}
+
+// keepSecrets fills the secret variables left empty with the values of job from, a
+// clone or re-run of it. Only its submitter gets them: anyone else who re-ran it could
+// print them in a log they read.
+func (s *Service) keepSecrets(ctx context.Context, user *models.User, from int64, secrets map[string]string) error {
+	if from == 0 {
+		return nil
+	}
+	var empty []string
+	for k, v := range secrets {
+		if v == "" {
+			empty = append(empty, k)
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	slices.Sort(empty)
+	src, err := s.store.JobByID(ctx, from)
+	if err != nil {
+		return fmt.Errorf("secrets of job %d: %w", from, err)
+	}
+	kept, err := s.store.JobSecretEnv(ctx, from)
+	if err != nil {
+		return err
+	}
+	for _, k := range empty {
+		switch _, ok := kept[k]; {
+		case !ok:
+			continue
+		case src.UserID != user.ID:
+			return models.Invalid("env."+k, "is secret: job %d keeps its value for the user who submitted it; enter the value yourself", from)
+		}
+		secrets[k] = kept[k]
+	}
+	return nil
+}
+
+func (s *Service) buildJob(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -125,13 +186,6 @@ func (s *Service) build(ctx context.Context, user *models.User, spec Spec) (*mod
 		return nil, fmt.Errorf("encode command: %w", err)
 	}
 	j.Command = string(cmd)
-	if len(spec.Env) > 0 {
-		env, err := json.Marshal(spec.Env)
-		if err != nil {
-			return nil, fmt.Errorf("encode env: %w", err)
-		}
-		j.Env = string(env)
-	}
 	return j, nil
 }
 
@@ -173,7 +227,8 @@ func (s *Service) resolveImage(ctx context.Context, project *models.Project, ima
 
 // SpecOf is the spec that submits a job like j again, for re-running and cloning it:
 // its catalog image by name (else its image reference), command, environment,
-// resources and policy.
+// resources and policy. Secret variables come without their values (SecretsOf fills
+// them, for j's submitter).
 func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
 	p, err := s.store.ProjectByID(ctx, j.ProjectID)
 	if err != nil {
@@ -182,7 +237,7 @@ func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
 	preemptible := j.Preemptible
 	spec := Spec{
 		Project: p.Name, Name: j.Name, Kind: j.Kind, Image: j.ImageRef, PriorityClass: j.PriorityClass, Preemptible: &preemptible, Spot: j.Spot,
-		Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
+		Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec, SecretsOf: j.ID,
 		Resources: Resources{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,
 			MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
@@ -198,12 +253,38 @@ func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
 	if err := json.Unmarshal([]byte(j.Command), &spec.Command); err != nil {
 		return Spec{}, fmt.Errorf("spec of job %d: command: %w", j.ID, err)
 	}
+	var plain map[string]string
 	if j.Env != "" {
-		if err := json.Unmarshal([]byte(j.Env), &spec.Env); err != nil {
+		if err := json.Unmarshal([]byte(j.Env), &plain); err != nil {
 			return Spec{}, fmt.Errorf("spec of job %d: env: %w", j.ID, err)
 		}
 	}
+	secret, err := s.store.JobSecretEnvNames(ctx, j.ID)
+	if err != nil {
+		return Spec{}, fmt.Errorf("spec of job %d: %w", j.ID, err)
+	}
+	if len(plain)+len(secret) > 0 {
+		spec.Env = make(map[string]EnvVar, len(plain)+len(secret))
+	}
+	for k, v := range plain {
+		ev := Plain(v)
+		if SecretName(k) {
+			// Stored in the open: its name looks secret, but the submitter said it is not.
+			no := false
+			ev.Secret = &no
+		}
+		spec.Env[k] = ev
+	}
+	for _, k := range secret {
+		spec.Env[k] = Secret("")
+	}
 	return spec, nil
+}
+
+// SecretEnvNames returns the names of a job's secret variables, sorted; their values
+// stay where only the job's leases read them.
+func (s *Service) SecretEnvNames(ctx context.Context, id int64) ([]string, error) {
+	return s.store.JobSecretEnvNames(ctx, id)
 }
 
 // Job returns the job with id.

@@ -29,7 +29,7 @@ func TestSpecOfAndResubmit(t *testing.T) {
 		must(t, st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "detect", AllowCustomImages: true}))
 		no := false
 		for _, in := range []jobs.Spec{
-			{Project: "detect", Name: "train", Kind: models.KindInference, Image: "plain-command", Command: []string{"python", "train.py", "--lr", "0.1"}, Env: map[string]string{"EPOCHS": "3"},
+			{Project: "detect", Name: "train", Kind: models.KindInference, Image: "plain-command", Command: []string{"python", "train.py", "--lr", "0.1"}, Env: map[string]jobs.EnvVar{"EPOCHS": jobs.Plain("3")},
 				Resources:     jobs.Resources{GPUs: 1, GPUMilli: 250, GPUMemoryMiB: 8192, GPUModel: "L4-24GB", CPUMilli: 2000, MemoryMiB: 8192, ScratchMiB: 1024},
 				PriorityClass: "test", Preemptible: &no, Spot: true, Replicas: 1, MaxRetries: 2, ExpectedRunSec: 5400},
 			{Project: "detect", Name: "custom", Image: "docker.io/me/train:1", Command: []string{"./run"}, Resources: jobs.Resources{GPUs: 2}},
@@ -40,6 +40,7 @@ func TestSpecOfAndResubmit(t *testing.T) {
 			must(t, err)
 			want := in
 			must(t, want.Validate()) // the defaults Submit filled in
+			want.SecretsOf = j.ID
 			if want.Preemptible == nil {
 				yes := j.Preemptible
 				want.Preemptible = &yes

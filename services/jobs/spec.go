@@ -22,14 +22,18 @@ type Spec struct {
 	Kind          string            `json:"kind,omitempty"`
 	Image         string            `json:"image,omitempty"`
 	Command       []string          `json:"command"`
-	Env           map[string]string `json:"env,omitempty"`
+	Env           map[string]EnvVar `json:"env,omitempty"`
 	Resources     Resources         `json:"resources"`
 	PriorityClass string            `json:"priority_class,omitempty"`
 	// Preemptible defaults to what the priority class says.
 	Preemptible *bool `json:"preemptible,omitempty"`
-	Spot        bool  `json:"spot,omitempty"`
-	Replicas    int   `json:"replicas,omitempty"`
-	MaxRetries  int   `json:"max_retries,omitempty"`
+	// SecretsOf is the job whose secret values fill the secret variables this spec
+	// leaves empty: a clone or re-run of it, by its submitter. Never in JSON: a spec
+	// read from a request cannot name it.
+	SecretsOf  int64 `json:"-"`
+	Spot       bool  `json:"spot,omitempty"`
+	Replicas   int   `json:"replicas,omitempty"`
+	MaxRetries int   `json:"max_retries,omitempty"`
 	// ExpectedRunSec is how long the job expects to run; 0 for unknown. The scheduler
 	// lets short jobs backfill holes that longer ones may not.
 	ExpectedRunSec int64 `json:"expected_run_sec,omitempty"`
@@ -91,7 +95,10 @@ func firstInvalid(b []byte) int {
 func decodeError(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
+	var fe *models.FieldError
 	switch {
+	case errors.As(err, &fe):
+		return fe
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {

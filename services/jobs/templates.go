@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -169,7 +170,13 @@ func (s *Service) SaveTemplate(ctx context.Context, user *models.User, project *
 	if err := spec.Validate(); err != nil {
 		return nil, underSpec(err)
 	}
-	if _, err := s.build(ctx, user, spec); err != nil {
+	// A template is read by everyone in its project, and saved into the audit log.
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		if spec.Env[k].IsSecret(k) {
+			return nil, models.Invalid("spec.env."+k, "is secret, and a template keeps no secrets: leave it out and add it when you submit")
+		}
+	}
+	if _, _, err := s.build(ctx, user, spec); err != nil {
 		return nil, underSpec(err)
 	}
 	body, err := json.Marshal(spec)

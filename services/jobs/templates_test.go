@@ -36,7 +36,7 @@ func TestJobTemplates(t *testing.T) {
 		other := &models.Project{TeamID: team.ID, Name: "segment"}
 		must(t, st.CreateProject(ctx, other))
 
-		spec := jobs.Spec{Name: "train", Command: []string{"python", "train.py"}, Env: map[string]string{"EPOCHS": "3"},
+		spec := jobs.Spec{Name: "train", Command: []string{"python", "train.py"}, Env: map[string]jobs.EnvVar{"EPOCHS": jobs.Plain("3")},
 			Resources: jobs.Resources{GPUs: 1, GPUMilli: 250, CPUMilli: 2000, MemoryMiB: 8192}, MaxRetries: 1}
 		saved, err := svc.SaveTemplate(as(ada), ada, p, " nightly ", spec)
 		must(t, err)
@@ -60,7 +60,7 @@ func TestJobTemplates(t *testing.T) {
 			{"a/b", spec, "name", "is not a template name"},
 			{strings.Repeat("x", 65), spec, "name", "is not a template name"},
 			{"ok", jobs.Spec{Name: "x"}, "spec.command", "is required"},
-			{"ok", jobs.Spec{Name: "x", Command: []string{"a"}, Env: map[string]string{"A=B": "1"}}, "spec.env", "is not a variable name"},
+			{"ok", jobs.Spec{Name: "x", Command: []string{"a"}, Env: map[string]jobs.EnvVar{"A=B": jobs.Plain("1")}}, "spec.env", "is not a variable name"},
 			{"ok", jobs.Spec{Name: "x", Command: []string{"a"}, Resources: jobs.Resources{MemoryMiB: -1}}, "spec.resources.memory_mib", "cannot be negative"},
 			{"ok", jobs.Spec{Name: "x", Command: []string{"a"}, PriorityClass: "urgent"}, "spec.priority_class", `no priority class "urgent"`},
 			{"ok", jobs.Spec{Name: "x", Command: []string{"a"}, Image: "docker.io/me/x:1"}, "spec.image", "allows only catalog images"},

@@ -100,7 +100,8 @@ func (s *Spec) validEnv() error {
 		return models.Invalid("env", "has %d variables; at most %d", len(s.Env), MaxEnvVars)
 	}
 	total := 0
-	for k, v := range s.Env {
+	for k, ev := range s.Env {
+		v := ev.Value
 		total += len(k) + len(v)
 		if !envNameRE.MatchString(k) {
 			return models.Invalid("env", "%q is not a variable name: letters, digits and '_', not starting with a digit (no '=')", k)

@@ -1,0 +1,136 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/jobs"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+func TestSecretNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"HF_TOKEN": true, "WANDB_API_KEY": true, "DB_PASSWORD": true, "AWS_SECRET_ACCESS_KEY": true, "my_secret": true, "SECRETS": true,
+		"EPOCHS": false, "TOKENIZER": false, "KEYS_DIR": false, "PASSWORD_HINT": false, "TOKEN": false,
+	} {
+		if got := jobs.SecretName(name); got != want {
+			t.Errorf("SecretName(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A spec's env values are strings or {"value", "secret"} objects; anything else is
+// refused naming env.
+func TestParseSecretEnv(t *testing.T) {
+	t.Parallel()
+	s, err := jobs.Parse(strings.NewReader(`{"project": "p", "name": "n", "command": ["a"],
+		"env": {"EPOCHS": "3", "DB_URL": {"value": "postgres://u:pw@db/x", "secret": true}, "API_KEY": {"value": "k", "secret": false}, "HF_TOKEN": "hf_1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"EPOCHS": false, "DB_URL": true, "API_KEY": false, "HF_TOKEN": true} {
+		if got := s.Env[name].IsSecret(name); got != want {
+			t.Errorf("%s secret = %v, want %v", name, got, want)
+		}
+	}
+	if s.Env["DB_URL"].Value != "postgres://u:pw@db/x" || s.Env["HF_TOKEN"].Value != "hf_1" {
+		t.Errorf("values = %+v", s.Env)
+	}
+	for _, body := range []string{
+		`{"env": {"A": {"secret": true}}}`,
+		`{"env": {"A": {"value": "x", "hidden": true}}}`,
+		`{"env": {"A": 3}}`,
+	} {
+		_, err := jobs.Parse(strings.NewReader(body))
+		var fe *models.FieldError
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "env") {
+			t.Errorf("Parse(%s) = %v, want a FieldError on env", body, err)
+		}
+	}
+}
+
+// Secret values are stored apart from the job: its row, SpecOf and the audit log never
+// hold them; a re-run or clone by its submitter keeps them, anyone else must give
+// their own; a template refuses them.
+func TestSecretEnvStorage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		al := audit.New(st, time.Now)
+		svc := jobs.New(st, al, noKick{}, nil)
+		ada, bob := &models.User{Username: "ada"}, &models.User{Username: "bob"}
+		must(t, st.CreateUser(ctx, ada))
+		must(t, st.CreateUser(ctx, bob))
+		team := &models.Team{Name: "vision"}
+		must(t, st.CreateTeam(ctx, team))
+		project := &models.Project{TeamID: team.ID, Name: "detect"}
+		must(t, st.CreateProject(ctx, project))
+		az := authz.New(st, al)
+		must(t, az.SetProjectRole(ctx, bob, project, models.RoleMember))
+		const dbURL, hfToken = "postgres://u:pw-4471@db/x", "hf_s3cr3t-9123"
+		no := false
+		in := jobs.Spec{Project: "detect", Name: "train", Command: []string{"python", "train.py"}, Env: map[string]jobs.EnvVar{
+			"EPOCHS": jobs.Plain("3"), "DB_URL": jobs.Secret(dbURL), "HF_TOKEN": jobs.Plain(hfToken), "PUBLIC_KEY": {Value: "ssh-ed25519 AAA", Secret: &no},
+		}}
+		j, err := svc.Submit(ctx, ada, in)
+		must(t, err)
+		row, err := st.JobByID(ctx, j.ID)
+		must(t, err)
+		if strings.Contains(row.Env, dbURL) || strings.Contains(row.Env, hfToken) || !strings.Contains(row.Env, `"EPOCHS":"3"`) || !strings.Contains(row.Env, "PUBLIC_KEY") {
+			t.Errorf("the job's env column = %s, want only its plain variables", row.Env)
+		}
+		kept, err := st.JobSecretEnv(ctx, j.ID)
+		must(t, err)
+		if len(kept) != 2 || kept["DB_URL"] != dbURL || kept["HF_TOKEN"] != hfToken {
+			t.Errorf("secret env stored = %v", kept)
+		}
+		if names, err := svc.SecretEnvNames(ctx, j.ID); err != nil || strings.Join(names, ",") != "DB_URL,HF_TOKEN" {
+			t.Errorf("secret names = %v, %v", names, err)
+		}
+		spec, err := svc.SpecOf(ctx, j)
+		must(t, err)
+		if v := spec.Env["DB_URL"]; v.Value != "" || !v.IsSecret("DB_URL") {
+			t.Errorf("SpecOf gives DB_URL as %+v, want secret without its value", v)
+		}
+		if v := spec.Env["PUBLIC_KEY"]; v.Value != "ssh-ed25519 AAA" || v.IsSecret("PUBLIC_KEY") {
+			t.Errorf("SpecOf gives PUBLIC_KEY as %+v, want it plain as marked", v)
+		}
+
+		again, err := svc.Resubmit(ctx, ada, j)
+		must(t, err)
+		if got, _ := st.JobSecretEnv(ctx, again.ID); got["DB_URL"] != dbURL || got["HF_TOKEN"] != hfToken || again.Env != row.Env {
+			t.Errorf("a re-run by its submitter kept %v and env %s", got, again.Env)
+		}
+		clone := spec
+		clone.Env = map[string]jobs.EnvVar{"EPOCHS": jobs.Plain("4"), "DB_URL": jobs.Secret(""), "HF_TOKEN": jobs.Secret("hf_new")}
+		cloned, err := svc.Submit(ctx, ada, clone)
+		must(t, err)
+		if got, _ := st.JobSecretEnv(ctx, cloned.ID); got["DB_URL"] != dbURL || got["HF_TOKEN"] != "hf_new" {
+			t.Errorf("a clone kept %v, want the old DB_URL and the new HF_TOKEN", got)
+		}
+		_, err = svc.Resubmit(ctx, bob, j)
+		var fe *models.FieldError
+		if !errors.As(err, &fe) || fe.Field != "env.DB_URL" || !strings.Contains(fe.Message, "enter the value yourself") {
+			t.Errorf("a re-run by another member = %v, want env.DB_URL refused", err)
+		}
+		_, err = svc.SaveTemplate(ctx, ada, project, "nightly", jobs.Spec{Name: "n", Command: []string{"a"}, Env: map[string]jobs.EnvVar{"HF_TOKEN": jobs.Plain(hfToken)}})
+		if !errors.As(err, &fe) || fe.Field != "spec.env.HF_TOKEN" {
+			t.Errorf("a template with a secret = %v, want spec.env.HF_TOKEN refused", err)
+		}
+		events, err := st.AuditEventsAfter(ctx, store.AuditFilter{}, 0, 1000)
+		must(t, err)
+		for _, e := range events {
+			if strings.Contains(e.Detail, dbURL) || strings.Contains(e.Detail, hfToken) {
+				t.Errorf("audit event %s holds a secret value: %s", e.Action, e.Detail)
+			}
+		}
+	})
+}
