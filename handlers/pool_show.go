@@ -143,6 +143,9 @@ func poolRow(s pools.Summary) templates.PoolRow {
 	if t.GPUs > 0 {
 		r.Template = fmt.Sprintf("%d× %s, ", t.GPUs, t.GPUModel) + r.Template
 	}
+	if t.Runtime != "" {
+		r.Template += ", runtime " + t.Runtime
+	}
 	if p.Provider == pools.ProviderSlurm {
 		r.Template = "none: its nodes are its Slurm partition's"
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/pools/autoscale"
@@ -217,6 +218,32 @@ func TestAutoscalerRetiresReclaimedMachines(t *testing.T) {
 		}
 		if n, _ := st.NodeByName(e.ctx, insts[0].Name); n.State != models.NodeDown {
 			t.Fatalf("node %s, want down", n.State)
+		}
+	})
+}
+
+// A pool's template says its runtime, so scale-up from zero brings a job a node that
+// will start it: a container image a node of the docker pool, a plain command one of
+// the process pool, though both pools offer the same machine at the same price.
+func TestAutoscalerScalesUpThePoolWhoseRuntimeStartsTheJob(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newLoopEnv(t, st)
+		containers := e.pool("l4-b-docker", func(s *pools.Spec) { s.Template.Runtime = agentapi.RuntimeDocker })
+		plain := e.pool("l4-a-plain", func(s *pools.Spec) { s.Template.Runtime = agentapi.RuntimeProcess })
+		image := &models.Job{Name: "image", ProjectID: e.proj.ID, UserID: e.user.ID, Command: `["python","train.py"]`, ImageRef: "registry.example.com/team/train:1",
+			PriorityClass: "research", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, Replicas: 1, Spot: true}
+		if err := e.st.CreateJob(e.ctx, image, "user:ada"); err != nil {
+			t.Fatal(err)
+		}
+		e.tick()
+		if len(e.instances(containers)) != 1 || len(e.instances(plain)) != 0 {
+			t.Fatalf("an image job: docker pool %v, process pool %v", e.instances(containers), e.instances(plain))
+		}
+		e.submit("plain", true)
+		e.tick()
+		if len(e.instances(containers)) != 1 || len(e.instances(plain)) != 1 {
+			t.Fatalf("then a plain command: docker pool %v, process pool %v", e.instances(containers), e.instances(plain))
 		}
 	})
 }

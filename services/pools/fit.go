@@ -13,7 +13,7 @@ import (
 // it (no id, no price).
 func TemplateNode(p models.NodePool, t Template) scheduler.Node {
 	n := scheduler.Node{Pool: p.Name, Labels: NodeLabels(p, t), Spot: p.CapacityType == models.CapacitySpot || p.SpotOnly,
-		CPUMilli: t.CPUMilli, RAMMiB: t.MemoryMiB, ScratchMiB: t.ScratchMiB}
+		CPUMilli: t.CPUMilli, RAMMiB: t.MemoryMiB, ScratchMiB: t.ScratchMiB, Runs: t.Runs()}
 	for g := range t.GPUs {
 		n.GPUs = append(n.GPUs, scheduler.GPU{Index: g, Model: t.GPUModel, MemoryMiB: t.CardMemoryMiB()})
 	}

@@ -71,6 +71,42 @@ func TestFitCheck(t *testing.T) {
 	})
 }
 
+// An elastic pool with no node yet starts what its template's runtime starts: a
+// container image is refused on image when every pool that could hold it runs plain
+// processes, and fits once a pool (spot, for a job that allows spot) runs docker.
+func TestFitCheckTemplateRuntime(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st)
+		fit := pools.NewFitCheck(st, e.disp)
+		e.pool("plain", func(s *pools.Spec) {
+			s.CapacityType = models.CapacityOnDemand
+			s.Template.Runtime = agentapi.RuntimeProcess
+		})
+		plain := models.Job{Name: "train", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, PriorityClass: "research"}
+		image := plain
+		image.ImageRef = "registry.example.com/team/train:1"
+		if err := fit.CheckFit(e.ctx, plain); err != nil {
+			t.Errorf("a plain command on a process pool: %v, want it to fit", err)
+		}
+		var fe *models.FieldError
+		if err := fit.CheckFit(e.ctx, image); !errors.As(err, &fe) || fe.Field != "image" {
+			t.Errorf("an image on a cluster of process pools: %v, want refused on image", err)
+		}
+		e.pool("containers", func(s *pools.Spec) { s.Template.Runtime = agentapi.RuntimeDocker })
+		if err := fit.CheckFit(e.ctx, image); !errors.As(err, &fe) || fe.Field != "image" {
+			t.Errorf("an image, not allowing spot, beside a spot docker pool: %v, want refused on image", err)
+		}
+		image.Spot = true
+		if err := fit.CheckFit(e.ctx, image); err != nil {
+			t.Errorf("an image allowing spot beside a spot docker pool: %v, want it to fit", err)
+		}
+		if err := fit.CheckFit(e.ctx, plain); err != nil {
+			t.Errorf("a plain command: %v, want it to fit the process pool still", err)
+		}
+	})
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/gpu"
+	"github.com/gantry-gpu/gantry/services/scheduler"
 	"github.com/gantry-gpu/gantry/services/slurm"
 )
 
@@ -46,6 +48,24 @@ type Template struct {
 	MemoryMiB    int64             `json:"memory_mib" yaml:"memory_mib"`
 	ScratchMiB   int64             `json:"scratch_mib,omitempty" yaml:"scratch_mib"`
 	Labels       map[string]string `json:"labels,omitempty" yaml:"labels"`
+	// Runtime is the agent's --runtime on the pool's nodes (process, docker, podman), so
+	// that a pool with no node yet is known to start plain commands or container
+	// images; empty: not said, counted as starting both.
+	Runtime string `json:"runtime,omitempty" yaml:"runtime"`
+}
+
+// templateRuntimes are the runtimes a template may name.
+var templateRuntimes = []string{agentapi.RuntimeProcess, agentapi.RuntimeDocker, agentapi.RuntimePodman}
+
+// Runs is what the template's nodes start, as the scheduler reads it.
+func (t Template) Runs() scheduler.Runs {
+	switch t.Runtime {
+	case agentapi.RuntimeProcess:
+		return scheduler.RunsPlain
+	case agentapi.RuntimeDocker, agentapi.RuntimePodman:
+		return scheduler.RunsContainers
+	}
+	return scheduler.RunsBoth
 }
 
 // Spec is a pool as an admin writes it (JSON or YAML).
@@ -162,7 +182,7 @@ func (t Template) SimulatedGPUs() string {
 
 // validate names the first field of the template that is wrong.
 func (t Template) empty() bool {
-	return t.GPUModel == "" && t.GPUs == 0 && t.GPUMemoryMiB == 0 && t.CPUMilli == 0 && t.MemoryMiB == 0 && t.ScratchMiB == 0 && len(t.Labels) == 0
+	return t.GPUModel == "" && t.GPUs == 0 && t.GPUMemoryMiB == 0 && t.CPUMilli == 0 && t.MemoryMiB == 0 && t.ScratchMiB == 0 && len(t.Labels) == 0 && t.Runtime == ""
 }
 
 func (t Template) validate() error {
@@ -181,6 +201,8 @@ func (t Template) validate() error {
 		return models.Invalid("template.memory_mib", "is required: the memory the node offers in MiB, e.g. 262144")
 	case t.ScratchMiB < 0:
 		return models.Invalid("template.scratch_mib", "%d is negative", t.ScratchMiB)
+	case t.Runtime != "" && !slices.Contains(templateRuntimes, t.Runtime):
+		return models.Invalid("template.runtime", "%q is not a runtime; allowed: %s (the --runtime its agents run with), or leave it out", t.Runtime, strings.Join(templateRuntimes, ", "))
 	}
 	if t.GPUs > 0 && t.CardMemoryMiB() == 0 {
 		return models.Invalid("template.gpu_memory_mib", "is required for %s, which Gantry does not know; known models: %s",
