@@ -24,11 +24,12 @@ const (
 	KindBatch     = "batch"
 )
 
-// jobTransitions lists, for each state, the states a job may move to.
+// jobTransitions lists, for each state, the states a job may move to. A scheduled
+// job may be held only while it waits in Slurm's queue (scontrol hold).
 var jobTransitions = map[string][]string{
 	JobQueued:     {JobScheduled, JobHeld, JobCancelled, JobFailed},
 	JobHeld:       {JobQueued, JobCancelled},
-	JobScheduled:  {JobRunning, JobQueued, JobPreempting, JobSucceeded, JobFailed, JobCancelled},
+	JobScheduled:  {JobRunning, JobQueued, JobPreempting, JobSucceeded, JobFailed, JobCancelled, JobHeld},
 	JobRunning:    {JobSucceeded, JobFailed, JobCancelled, JobPreempting, JobQueued},
 	JobPreempting: {JobQueued, JobHeld, JobSucceeded, JobFailed, JobCancelled}, // held: a person held it while it ran
 }

@@ -8,6 +8,7 @@ func TestJobTransitions(t *testing.T) {
 		{JobRunning, JobPreempting}, {JobPreempting, JobQueued}, {JobQueued, JobHeld}, {JobHeld, JobQueued},
 		{JobRunning, JobQueued},  // node lost: requeued
 		{JobPreempting, JobHeld}, // held while it ran: checkpointed, then held
+		{JobScheduled, JobHeld},  // waiting in Slurm: held there
 	}
 	for _, p := range allowed {
 		if !CanTransition(p[0], p[1]) {
@@ -16,7 +17,7 @@ func TestJobTransitions(t *testing.T) {
 	}
 	refused := [][2]string{
 		{JobSucceeded, JobRunning}, {JobFailed, JobQueued}, {JobCancelled, JobQueued},
-		{JobQueued, JobRunning}, {JobHeld, JobRunning}, {JobQueued, JobQueued},
+		{JobQueued, JobRunning}, {JobHeld, JobRunning}, {JobQueued, JobQueued}, {JobRunning, JobHeld}, {JobHeld, JobScheduled},
 	}
 	for _, p := range refused {
 		if CanTransition(p[0], p[1]) {

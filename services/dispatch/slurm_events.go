@@ -89,7 +89,7 @@ func (p *SlurmPools) decide(ctx context.Context, tx *store.Store, sp *slurmPool,
 		p.svc.log.Warn("Slurm event does not apply to the Gantry job", "job", job.ID, "err", derr)
 		return d.Cancel, ended, nil
 	}
-	if d.Note != "" && (state == models.JobScheduled || state == models.JobRunning) && job.PendingReason != d.Note {
+	if d.Note != "" && (state == models.JobScheduled || state == models.JobRunning || state == models.JobHeld) && job.PendingReason != d.Note {
 		if err := tx.NoteJob(ctx, job.ID, state, "slurm-"+string(e.Kind), d.Note, actorOf(sp)); err != nil {
 			return false, false, err
 		}
@@ -266,10 +266,19 @@ func (p *SlurmPools) nextAttempt(ctx context.Context, tx *store.Store, row *mode
 	if err := tx.CreateAllocations(ctx, fresh); err != nil {
 		return 0, err
 	}
+	if err := rebind(ctx, tx, row, next); err != nil {
+		return 0, err
+	}
+	return next, nil
+}
+
+// rebind makes a Slurm job run a later attempt of its job: that attempt's output
+// starts in the job's log files where the current one's ended.
+func rebind(ctx context.Context, tx *store.Store, row *models.SlurmJob, attempt int) error {
 	for _, stream := range []string{agentapi.StreamStdout, agentapi.StreamStderr} {
 		end, err := tx.LogEnd(ctx, row.JobID, row.CurrentAttempt, 0, stream)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if stream == agentapi.StreamStdout {
 			row.StdoutBase += end
@@ -277,8 +286,8 @@ func (p *SlurmPools) nextAttempt(ctx context.Context, tx *store.Store, row *mode
 			row.StderrBase += end
 		}
 	}
-	row.CurrentAttempt = next
-	return next, nil
+	row.CurrentAttempt = attempt
+	return nil
 }
 
 // stoppedRun ends a run that Gantry stopped: its allocations end with the reason

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -18,8 +19,18 @@ const slurmKillRetry = 30 * time.Second
 // stopUnwanted stops the Slurm jobs that Gantry no longer wants to run: a cancelled
 // job (scancel), a preempted, drained or governance-stopped one (USR1 to checkpoint,
 // then scancel after its class's checkpoint grace), and one whose attempt Gantry
-// has replaced. What they ran is charged when Slurm reports their end.
+// has replaced. A job held while it waited in Slurm's queue is held there (scontrol
+// hold), and stays so while it is held or waits to be placed again; placed again on
+// this pool, submit releases it. What they ran is charged when Slurm reports their end.
 func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []models.SlurmJob, now time.Time) error {
+	toSubmit, err := p.svc.store.SlurmAllocationsToSubmit(ctx, sp.pool.ID)
+	if err != nil {
+		return err
+	}
+	placedHere := make(map[int64]int, len(toSubmit))
+	for _, a := range toSubmit {
+		placedHere[a.JobID] = a.Attempt
+	}
 	for i := range rows {
 		r := &rows[i]
 		if r.Done {
@@ -29,13 +40,25 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 		if err != nil {
 			return err
 		}
+		if heldInSlurm(r) && keepHeld(job, r, placedHere) {
+			continue
+		}
 		allocs, err := allocationsOfAttempt(ctx, p.svc.store, r.JobID, r.CurrentAttempt)
 		if err != nil {
 			return err
 		}
 		reason, checkpoint := unwanted(job, r, allocs)
-		if reason == "" {
+		switch {
+		case reason == "":
 			continue
+		case reason == stopHeldInSlurm && r.StopReason == "":
+			if err := p.hold(ctx, sp, r, now); err != nil {
+				return err
+			}
+			continue
+		case heldInSlurm(r):
+			// Held in Slurm and no longer wanted there (cancelled, or placed elsewhere).
+			r.StopReason = ""
 		}
 		wait := slurmKillRetry
 		if checkpoint {
@@ -73,6 +96,44 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 		}
 	}
 	return nil
+}
+
+// heldInSlurm says whether Gantry holds the Slurm job in Slurm's queue: stopped for
+// a hold and not cancelled since (a hold that came too late is a cancel).
+func heldInSlurm(r *models.SlurmJob) bool { return r.StopReason == stopHeldInSlurm && r.SignalledAt == nil }
+
+// keepHeld says whether a Slurm job held in Slurm's queue stays there: its job is
+// held, or was released and waits to be placed again, or was placed again on this
+// pool (placedHere holds the attempts waiting to be submitted, by job).
+func keepHeld(job *models.Job, r *models.SlurmJob, placedHere map[int64]int) bool {
+	switch {
+	case models.IsTerminal(job.State):
+		return false
+	case job.Attempt == r.CurrentAttempt:
+		return job.State == models.JobHeld || job.State == models.JobQueued
+	}
+	return placedHere[job.ID] == job.Attempt
+}
+
+// hold holds a Slurm job in Slurm's queue for a job Gantry held. When Slurm started
+// it before the hold reached it, the hold comes too late: the run is cancelled, and
+// the job, held in Gantry, is submitted anew once released.
+func (p *SlurmPools) hold(ctx context.Context, sp *slurmPool, r *models.SlurmJob, now time.Time) error {
+	err := sp.b.Hold(ctx, r.SlurmJobID)
+	var rejected *slurm.RejectedError
+	switch {
+	case errors.As(err, &rejected):
+		if err := sp.b.Cancel(ctx, r.SlurmJobID); err != nil {
+			p.svc.log.Warn("cannot cancel a Slurm job that started before Gantry's hold; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
+			return nil
+		}
+		r.SignalledAt = &now
+	case err != nil:
+		p.svc.log.Warn("cannot hold a Slurm job; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
+		return nil
+	}
+	r.StopReason = stopHeldInSlurm
+	return p.svc.store.SaveSlurmJob(ctx, r)
 }
 
 // unwanted says why Gantry no longer wants a Slurm job to run ("" when it does),

@@ -39,6 +39,9 @@ func (p *SlurmPools) submitAttempt(ctx context.Context, sp *slurmPool, a models.
 	if job.State != models.JobScheduled || job.Attempt != a.Attempt {
 		return nil // cancelled or stopped meanwhile: its allocation ends with it
 	}
+	if released, err := p.releaseHeld(ctx, sp, job, a); err != nil || released {
+		return err
+	}
 	spec, err := p.specOf(ctx, job, a)
 	id := ""
 	if err == nil {
@@ -52,6 +55,64 @@ func (p *SlurmPools) submitAttempt(ctx context.Context, sp *slurmPool, a models.
 		return p.note(ctx, job, "slurm-unreachable", msg)
 	}
 	return p.reject(ctx, sp, job, err)
+}
+
+// releaseHeld runs an attempt as the job's Slurm job that Gantry held in Slurm's
+// queue, if it has one on this pool: that job is released (scontrol release) and
+// followed as this attempt, instead of a new submission. It reports whether the
+// attempt is taken care of: released, or waiting while Slurm does not answer. When
+// Slurm refuses (its job ended meanwhile), that job is cancelled and the attempt is
+// submitted anew.
+func (p *SlurmPools) releaseHeld(ctx context.Context, sp *slurmPool, job *models.Job, a models.Allocation) (bool, error) {
+	rows, err := p.svc.store.SlurmJobsOfJob(ctx, job.ID)
+	if err != nil {
+		return false, err
+	}
+	var held *models.SlurmJob
+	for i := range rows {
+		if r := &rows[i]; r.PoolID == sp.pool.ID && !r.Done && heldInSlurm(r) && r.CurrentAttempt < a.Attempt {
+			held = r
+		}
+	}
+	if held == nil {
+		return false, nil
+	}
+	err = sp.b.Release(ctx, held.SlurmJobID)
+	var rejected *slurm.RejectedError
+	switch {
+	case errors.As(err, &rejected):
+		p.svc.log.Warn("cannot release a Slurm job Gantry held; submitting the attempt anew", "pool", sp.pool.Name, "slurm_job", held.SlurmJobID, "err", err)
+		now := p.svc.now().UTC()
+		held.SignalledAt = &now
+		if err := sp.b.Cancel(ctx, held.SlurmJobID); err != nil {
+			p.svc.log.Warn("cannot cancel a Slurm job Gantry no longer runs; trying again next pass", "pool", sp.pool.Name, "slurm_job", held.SlurmJobID, "err", err)
+		}
+		return false, p.svc.store.SaveSlurmJob(ctx, held)
+	case err != nil:
+		msg := fmt.Sprintf("attempt %d waits for Slurm to release job %s, which does not answer (retrying): %v", a.Attempt, held.SlurmJobID, err)
+		return true, p.note(ctx, job, "slurm-unreachable", msg)
+	}
+	err = p.svc.store.InTx(ctx, func(tx *store.Store) error {
+		if err := rebind(ctx, tx, held, a.Attempt); err != nil {
+			return err
+		}
+		held.StopReason = ""
+		if err := tx.SaveSlurmJob(ctx, held); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("attempt %d released in Slurm: job %s, held in Slurm's queue until now, waits there again", a.Attempt, held.SlurmJobID)
+		return tx.NoteJob(ctx, job.ID, job.State, "slurm-released", msg, actorOf(sp))
+	})
+	if err != nil {
+		return false, fmt.Errorf("release Slurm job %s of job %d: %w", held.SlurmJobID, job.ID, err)
+	}
+	seen, err := decodeSeen(held.Seen)
+	if err != nil {
+		return false, fmt.Errorf("Slurm job %s of job %d: %w", held.SlurmJobID, job.ID, err)
+	}
+	sp.f.Track(slurm.Tracked{SlurmID: held.SlurmJobID, JobID: job.ID, Attempt: a.Attempt, Seen: seen})
+	sp.rows[held.SlurmJobID] = held.ID
+	return true, nil
 }
 
 // specOf is the batch job of an attempt: the GPU model comes from the devices the

@@ -341,6 +341,68 @@ func TestSlurmPoolCancels(t *testing.T) {
 	})
 }
 
+// Holding a job that waits in Slurm's queue holds its Slurm job there (scontrol
+// hold): Gantry shows it held with Slurm's reason, and it does not start while held,
+// whatever room Slurm has. Released, the scheduler places it again and the same
+// Slurm job is released (scontrol release) and runs as the job's next attempt.
+func TestSlurmPoolHoldsAndReleases(t *testing.T) {
+	// Gantry reads the node's state once, so it places a job there after Slurm drained it.
+	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
+		s.tick()
+		if out, err := s.slurmCmd("scontrol", "update", "nodename=node1", "state=drain", "reason=gantry test").CombinedOutput(); err != nil {
+			t.Fatalf("drain node1: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").Run() })
+		j := s.submit("held", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["sh","-c","echo released"]` })
+		s.until("the job to wait in Slurm", func() bool {
+			rows := s.slurmJobs(j.ID)
+			return len(rows) == 1 && s.slurmState(rows[0].SlurmJobID) == "PENDING"
+		})
+		id := s.slurmJobs(j.ID)[0].SlurmJobID
+		held, err := s.svc.HoldJob(s.ctx, j.ID, "user:ada", "")
+		if err != nil || held.State != models.JobHeld {
+			t.Fatalf("hold of a job waiting in Slurm = %+v, %v", held, err)
+		}
+		slurmReason := func() string {
+			out, _ := s.slurmCmd("squeue", "-h", "-j", id, "-o", "%T %r").Output()
+			return strings.TrimSpace(string(out))
+		}
+		s.until("Slurm to hold the job and Gantry to say so", func() bool {
+			return strings.HasPrefix(slurmReason(), "PENDING JobHeld") && strings.Contains(s.job(j.ID).PendingReason, "is held in Slurm's queue")
+		})
+		wantContains(t, "the held job's reason", s.job(j.ID).PendingReason, "Slurm job "+id+" is held in Slurm's queue: JobHeld")
+		if out, err := s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").CombinedOutput(); err != nil {
+			t.Fatalf("resume node1: %v: %s", err, out)
+		}
+		for range 5 {
+			s.tick()
+		}
+		if got := slurmReason(); !strings.HasPrefix(got, "PENDING JobHeld") {
+			t.Errorf("the held Slurm job with its node back: %q, want still held", got)
+		}
+		s.wantState(j.ID, models.JobHeld)
+
+		if _, err := s.svc.ReleaseJob(s.ctx, j.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		done := s.untilState(j.ID, models.JobSucceeded)
+		rows := s.slurmJobs(j.ID)
+		if len(rows) != 1 || rows[0].SlurmJobID != id || rows[0].CurrentAttempt != 2 || done.Attempt != 2 {
+			t.Fatalf("the released attempt runs as the held Slurm job %s: %+v (job at attempt %d)", id, rows, done.Attempt)
+		}
+		wantContains(t, "events", s.eventsOf(j.ID), "scheduled -> held [held] held by user:ada", "held -> queued [released]",
+			"attempt 2 released in Slurm: job "+id, "scheduled -> running [started] Slurm job "+id+" run 1 started", "running -> succeeded")
+		s.until("the job's output to be stored", func() bool { return s.slurmJobs(j.ID)[0].LogsDone })
+		if got := s.logOf(j.ID, 2, agentapi.StreamStdout); got != "released\n" {
+			t.Errorf("output of the released attempt: %q", got)
+		}
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
+		if len(allocs) != 2 || allocs[0].StopReason != "held-in-slurm" || allocs[0].StartedAt != nil || allocs[1].StartedAt == nil || allocs[1].EndedAt == nil {
+			t.Errorf("the held attempt ends uncharged, the released one is charged: %+v", allocs)
+		}
+	})
+}
+
 // checkpointing is a job that counts steps, saves its step on USR1 and exits, and
 // once resumed from that checkpoint says so and succeeds.
 const checkpointing = `state="$GANTRY_CHECKPOINT_DIR/state"

@@ -438,7 +438,10 @@ func endedMessage(id string, run int, r Run, final bool) string {
 
 func pendingMessage(id string, endedRuns int, reason string) string {
 	what := "waits"
-	if endedRuns > 0 {
+	switch {
+	case heldReason(reason):
+		what = "is held in Slurm's queue"
+	case endedRuns > 0:
 		what = "was requeued and waits"
 	}
 	return fmt.Sprintf("Slurm job %s %s: %s", id, what, describeReason(reason))
@@ -455,8 +458,10 @@ func describeReason(r string) string {
 		return "Priority (jobs of higher priority are ahead)"
 	case r == "BeginTime":
 		return "BeginTime (its earliest start is later; Slurm delays a requeued job a little)"
-	case heldReason(r):
-		return r + " (held)"
+	case r == "JobHeldUser":
+		return r + " (held by its user; it starts once released)"
+	case r == "JobHeldAdmin":
+		return r + " (held by a Slurm administrator, or a Gantry running as one; it starts once released)"
 	case r == "Dependency":
 		return "Dependency (waits for another job)"
 	case strings.HasPrefix(r, "QOS") || strings.HasPrefix(r, "Assoc"):

@@ -98,6 +98,11 @@ func Decide(state string, e Event) (Decision, error) {
 			d.Steps = []Step{endStep(e)}
 		}
 	case EventVanished:
+		if state == models.JobHeld {
+			// Held in Gantry: it stays so, and is submitted anew once released.
+			d.Note, d.Resubmit = e.Message+"; the job stays held, and is submitted again once released", true
+			break
+		}
 		d.Steps, d.Resubmit = backToQueue(state, "lost", e.Message+"; Gantry will submit it again", false), true
 	default:
 		return d, fmt.Errorf("unknown event kind %q of Slurm job %s", e.Kind, e.SlurmID)

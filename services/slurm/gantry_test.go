@@ -36,6 +36,7 @@ func TestDecide(t *testing.T) {
 	// sacct gives a job cancelled while pending a start time, the time of the cancel, but no node.
 	neverRan := ended("CANCELLED", 0, 0, true)
 	neverRan.Record.NodeList, neverRan.Record.End = "", neverRan.Record.Start
+	held := Event{Kind: EventHeld, SlurmID: "11", Run: 1, Reason: "JobHeldAdmin", Message: pendingMessage("11", 0, "JobHeldAdmin")}
 	vanished := Event{Kind: EventVanished, SlurmID: "11", Final: true, Message: "Slurm job 11 is unknown to Slurm"}
 	cases := []struct {
 		name, state string
@@ -64,6 +65,8 @@ func TestDecide(t *testing.T) {
 		{"preempted for good", models.JobRunning, ended("PREEMPTED", 0, 0, true), "preempting:preempted queued:preempted", false, true, true, false},
 		{"lost by Slurm", models.JobRunning, vanished, "queued:lost", false, false, true, false},
 		{"lost while waiting", models.JobScheduled, vanished, "queued:lost", false, false, true, false},
+		{"held in Slurm for Gantry", models.JobHeld, held, "", true, false, false, false},
+		{"lost while held: it stays held", models.JobHeld, vanished, "", true, false, true, false},
 		{"cancelled in Gantry, still running in Slurm", models.JobCancelled, started, "", false, false, false, true},
 		{"cancelled in Gantry, a start seen after the run ended", models.JobCancelled, startedOver, "", false, false, false, false},
 		{"cancelled in Gantry, then ended", models.JobCancelled, ended("CANCELLED", 0, 15, true), "", false, true, false, false},

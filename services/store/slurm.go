@@ -163,12 +163,12 @@ func (s *Store) SaveSlurmJob(ctx context.Context, j *models.SlurmJob) error {
 }
 
 // NoteJob records an event on a job that stays in state (what Slurm says of it while
-// it waits there, say); a job that waits (queued or scheduled) keeps message as its
-// pending reason. A job no longer in state is ErrStale.
+// it waits there, say); a job that waits (queued, scheduled or held) keeps message
+// as its pending reason. A job no longer in state is ErrStale.
 func (s *Store) NoteJob(ctx context.Context, id int64, state, reason, message, actor string) error {
 	err := s.InTx(ctx, func(tx *Store) error {
 		updates := map[string]any{"updated_at": time.Now().UTC()}
-		if state == models.JobQueued || state == models.JobScheduled {
+		if state == models.JobQueued || state == models.JobScheduled || state == models.JobHeld {
 			updates["pending_reason"] = message
 		}
 		res := tx.with(ctx).Model(&models.Job{}).Where("id = ? AND state = ?", id, state).Updates(updates)
