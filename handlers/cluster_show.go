@@ -95,6 +95,7 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 		}
 		gpusOfNode[dv.NodeID] = append(gpusOfNode[dv.NodeID], g)
 	}
+	shared := shareGPUs(nodes, up, gpusOfNode)
 	foreign, err := h.store.SlurmForeignJobs(ctx, 0)
 	if err != nil {
 		h.serverError(c, err)
@@ -102,6 +103,9 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 	}
 	d.Foreign = markForeign(foreign, nodes, pools, gpusOfNode)
 	for id, gs := range gpusOfNode {
+		if first, ok := shared[id]; ok && first != id {
+			continue // counted on the first Gantry node of its Slurm node
+		}
 		for _, g := range gs {
 			if up[id] {
 				total += 1000
@@ -128,14 +132,17 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 			order = append(order, pid)
 		}
 		cn := templates.ClusterNode{Name: n.Name, State: n.State, Reason: n.StateReason, Runtime: n.Runtime, Driver: n.DriverVersion,
-			Simulated: n.Simulated, CPU: decimal(float64(n.CPUMilli) / 1000), RAM: mibText(n.MemoryMiB) + " RAM", GPUs: gpusOfNode[n.ID]}
+			Simulated: n.Simulated, CPU: decimal(float64(n.CPUMilli) / 1000), RAM: mibText(n.MemoryMiB) + " RAM", GPUs: gpusOfNode[n.ID],
+			SameAs: sameSlurmNode(n.ID, nodes, shared)}
 		if n.LastHeartbeatAt != nil {
 			cn.Heartbeat = ago(now, *n.LastHeartbeatAt)
 		}
 		d.Simulated = d.Simulated || (n.Simulated && len(cn.GPUs) > 0)
-		if n.State == models.NodeReady {
+		switch first, ok := shared[n.ID]; {
+		case ok && first != n.ID: // counted as its Slurm node's first Gantry node
+		case n.State == models.NodeReady:
 			d.NodesReady++
-		} else {
+		default:
 			d.NodesOther++
 		}
 		byPool[pid].Nodes = append(byPool[pid].Nodes, cn)
@@ -176,6 +183,56 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 // markForeign shows, on the Slurm nodes' GPUs, those that jobs submitted to Slurm
 // outside Gantry hold (free GPUs of the model each holds, node by node), so they count
 // as in use, and lists those jobs.
+// shareGPUs makes the Gantry nodes that are up and are one Slurm node (in the
+// partitions of several pools) show one set of GPUs: the first's, holding what
+// Gantry's jobs hold on any of them, GPU by index; what jobs outside Gantry hold is
+// then marked on all at once. It returns the groups (models.SharedSlurmNodes).
+func shareGPUs(nodes []models.Node, up map[int64]bool, gpus map[int64][]templates.ClusterGPU) map[int64]int64 {
+	var live []models.Node
+	for _, n := range nodes {
+		if up[n.ID] {
+			live = append(live, n)
+		}
+	}
+	shared := models.SharedSlurmNodes(live)
+	for _, n := range live {
+		first, ok := shared[n.ID]
+		if !ok || first == n.ID {
+			continue
+		}
+		into := gpus[first]
+		for _, g := range gpus[n.ID] {
+			for i := range into {
+				if into[i].Index == g.Index {
+					into[i].InUseMilli = min(into[i].InUseMilli+g.InUseMilli, 1000)
+					into[i].Jobs = append(into[i].Jobs, g.Jobs...)
+				}
+			}
+		}
+	}
+	for _, n := range live {
+		if first, ok := shared[n.ID]; ok {
+			gpus[n.ID] = gpus[first]
+		}
+	}
+	return shared
+}
+
+// sameSlurmNode names the other Gantry nodes of the node's Slurm node, if any.
+func sameSlurmNode(id int64, nodes []models.Node, shared map[int64]int64) []string {
+	first, ok := shared[id]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, n := range nodes {
+		if f, ok := shared[n.ID]; ok && f == first && n.ID != id {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
 func markForeign(jobs []models.SlurmForeignJob, nodes []models.Node, pools []models.NodePool, gpus map[int64][]templates.ClusterGPU) []templates.ClusterForeign {
 	nodeID := make(map[string]int64, len(nodes))
 	for _, n := range nodes {

@@ -1,6 +1,9 @@
 package models
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Node states.
 const (
@@ -129,6 +132,56 @@ type Node struct {
 // RuntimeSlurm is the runtime of a node that a Slurm pool's inventory shows: Slurm
 // owns it and its health; Gantry never leases to it or judges its heartbeats.
 const RuntimeSlurm = "slurm"
+
+// Labels of the Gantry nodes of a Slurm pool: a Slurm node in several partitions is
+// a Gantry node in the pool of each, all of one machine, told apart from others by
+// the slurm.conf the pools' commands read and the Slurm node's name.
+const (
+	LabelSlurmConf      = "slurm.conf" // the slurm.conf path, or "default"
+	LabelSlurmNode      = "slurm.node"
+	LabelSlurmPartition = "slurm.partition"
+)
+
+// SharedSlurmNodes groups the Gantry nodes that are one Slurm node (in several
+// partitions, so several pools): it maps each node of a group of two or more to the
+// group's first by id, whose GPUs, CPUs and memory they all share. Nodes of no group
+// are left out. Callers pass the nodes that count (those up, say).
+func SharedSlurmNodes(nodes []Node) map[int64]int64 {
+	first := map[string]int64{}
+	size := map[string]int{}
+	keys := make([]string, len(nodes))
+	for i, n := range nodes {
+		k := slurmNodeKey(n)
+		if k == "" {
+			continue
+		}
+		keys[i] = k
+		size[k]++
+		if id, ok := first[k]; !ok || n.ID < id {
+			first[k] = n.ID
+		}
+	}
+	out := map[int64]int64{}
+	for i, n := range nodes {
+		if k := keys[i]; k != "" && size[k] > 1 {
+			out[n.ID] = first[k]
+		}
+	}
+	return out
+}
+
+// slurmNodeKey is the machine a Slurm pool's node is: "" for other nodes, and for
+// those synced before their labels said which slurm.conf they came from.
+func slurmNodeKey(n Node) string {
+	if n.Runtime != RuntimeSlurm || n.Labels == "" {
+		return ""
+	}
+	var l map[string]string
+	if err := json.Unmarshal([]byte(n.Labels), &l); err != nil || l[LabelSlurmConf] == "" || l[LabelSlurmNode] == "" {
+		return ""
+	}
+	return l[LabelSlurmConf] + "\x00" + l[LabelSlurmNode]
+}
 
 // GPUDevice is one physical GPU of a node.
 type GPUDevice struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -95,6 +96,48 @@ func TestClusterPageCountsJobsOutsideGantry(t *testing.T) {
 		}
 		if n := strings.Count(body, `data-testid="gpu-foreign"`); n != 2 {
 			t.Errorf("%d GPUs shown held outside Gantry, want the 2 L4s", n)
+		}
+	})
+}
+
+// A Slurm node in the partitions of two pools shows in both, saying so, with one set
+// of GPUs: the cluster page counts them, and what holds them, once.
+func TestClusterPageCountsASlurmNodeInTwoPoolsOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		viewer, _ := s.member("olga")
+		var created []*models.NodePool
+		for _, name := range []string{"hpc", "debug"} {
+			pool := &models.NodePool{Name: name, Provider: pools.ProviderSlurm, CapacityType: models.CapacityOwned}
+			if err := st.CreateNodePool(t.Context(), pool); err != nil {
+				t.Fatal(err)
+			}
+			cfg := slurm.Config{Partition: name, GRESTypes: map[string]string{"A100-80GB": "a100"}}
+			node, devs := slurm.GantryNode(name, cfg, slurm.Node{Name: "node1", State: "mixed", CPUs: 8, MemoryMiB: 8192,
+				GPUs: []slurm.GRES{{Type: "a100", Count: 2}, {Type: "l4", Count: 2}}})
+			if _, err := st.SyncPoolNodes(t.Context(), pool.ID, []store.PoolNode{{Node: node, Devices: devs}}, "gone"); err != nil {
+				t.Fatal(err)
+			}
+			created = append(created, pool)
+		}
+		start := time.Now().UTC()
+		jobs := []models.SlurmForeignJob{{SlurmJobID: "41", Name: "climate-sim", User: "bob", State: "RUNNING", Nodes: `["debug.node1"]`,
+			GPUs: 2, GPUModel: "l4", SubmittedAt: start, StartedAt: &start}}
+		if err := st.SyncForeignJobs(t.Context(), created[1].ID, jobs); err != nil {
+			t.Fatal(err)
+		}
+		res, body := s.send(viewer, "GET", "/cluster", "", nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("cluster page = %d", res.StatusCode)
+		}
+		for _, want := range []string{`data-testid="gpus">4<`, `data-testid="gpus-used">2<`, `data-testid="gpus-free">2<`, "hpc.node1", "debug.node1",
+			"one Slurm node with debug.node1; its GPUs count once", "one Slurm node with hpc.node1; its GPUs count once"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the cluster page lacks %q", want)
+			}
+		}
+		if n := strings.Count(body, `data-testid="gpu-foreign"`); n != 4 {
+			t.Errorf("%d GPUs shown held outside Gantry, want the 2 L4s on each of the node's pools", n)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ type Snapshot struct {
 	Classes []models.PriorityClass
 	// Policies are the placement policies of the projects that have one, by project id.
 	Policies map[int64]Policy
+	// Shared maps the Gantry nodes that are one Slurm node (in the partitions of
+	// several pools) to the first of them: they share its capacity.
+	Shared map[int64]int64
 }
 
 // Policy is a project's placement policy: the pools and regions its jobs may use, and
@@ -177,6 +181,7 @@ func (s *Service) addCluster(ctx context.Context, snap *Snapshot) error {
 	if err := s.addRunning(ctx, snap, byID); err != nil {
 		return err
 	}
+	shareSlurmNodes(snap, nodes)
 	if err := s.addForeign(ctx, snap); err != nil {
 		return err
 	}
@@ -453,7 +458,10 @@ func (s *Service) apply(ctx context.Context, snap Snapshot, plan Plan) (int, []i
 				s.log.Error("scheduler placed a job that is not queued", "job", p.JobID)
 				continue
 			}
-			if err := free.take(job, p); err != nil {
+			if err := free.take(job, p); errors.Is(err, errSharedTaken) {
+				s.log.Info("placement waits for the next pass", "job", p.JobID, "err", err)
+				continue
+			} else if err != nil {
 				s.log.Error("scheduler placement refused", "job", p.JobID, "err", err)
 				continue
 			}

@@ -9,7 +9,8 @@ import (
 // addForeign takes out of the snapshot what jobs submitted to a Slurm pool outside
 // Gantry hold on its nodes (their GPUs, CPUs and memory), so that the scheduler
 // places on a Slurm pool only what Slurm can start, and in Gantry's order. It takes
-// GPUs no Gantry allocation holds, of the model the job holds.
+// GPUs no Gantry allocation holds, of the model the job holds, from each Gantry node
+// of the Slurm node it runs on.
 func (s *Service) addForeign(ctx context.Context, snap *Snapshot) error {
 	jobs, err := s.store.SlurmForeignJobs(ctx, 0)
 	if err != nil {
@@ -36,10 +37,14 @@ func (s *Service) addForeign(ctx context.Context, snap *Snapshot) error {
 			if !ok {
 				continue
 			}
-			n := &snap.Nodes[i]
-			n.GPUs = withoutFree(n.GPUs, j.GPUs, j.GPUModel)
-			n.CPUMilli, n.FreeCPUMilli = max(n.CPUMilli-cpu, 0), max(n.FreeCPUMilli-cpu, 0)
-			n.MemoryMiB, n.FreeMemoryMiB = max(n.MemoryMiB-j.MemoryMiB, 0), max(n.FreeMemoryMiB-j.MemoryMiB, 0)
+			// Every Gantry node of its Slurm node loses it: their GPUs are in the same
+			// state (shareSlurmNodes), so each drops the same ones.
+			for _, c := range copiesOf(snap, i) {
+				n := &snap.Nodes[c]
+				n.GPUs = withoutFree(n.GPUs, j.GPUs, j.GPUModel)
+				n.CPUMilli, n.FreeCPUMilli = max(n.CPUMilli-cpu, 0), max(n.FreeCPUMilli-cpu, 0)
+				n.MemoryMiB, n.FreeMemoryMiB = max(n.MemoryMiB-j.MemoryMiB, 0), max(n.FreeMemoryMiB-j.MemoryMiB, 0)
+			}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,8 +355,18 @@ func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").Run() })
 		j := s.submit("held", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["sh","-c","echo released"]` })
+		last := ""
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("last seen: %s; events: %s", last, s.eventsOf(j.ID))
+			}
+		})
 		s.until("the job to wait in Slurm", func() bool {
 			rows := s.slurmJobs(j.ID)
+			last = fmt.Sprintf("Slurm jobs %+v", rows)
+			if len(rows) == 1 {
+				last += ", in Slurm " + s.slurmState(rows[0].SlurmJobID)
+			}
 			return len(rows) == 1 && s.slurmState(rows[0].SlurmJobID) == "PENDING"
 		})
 		id := s.slurmJobs(j.ID)[0].SlurmJobID
@@ -738,6 +749,121 @@ func TestSlurmNodesTakeWholeGPUsOnly(t *testing.T) {
 		e.wantState(whole.ID, models.JobScheduled)
 		if got := e.wantState(share.ID, models.JobQueued); !strings.Contains(got.PendingReason, "give GPUs only whole (Slurm nodes)") {
 			t.Errorf("the share's reason: %q", got.PendingReason)
+		}
+	})
+}
+
+// node1 of the test Slurm is in partitions gpu and debug: with a pool on each, it is
+// a Gantry node in both, its GPUs counted once. A job wanting both its a100s waits in
+// Gantry's queue, submitted nowhere, while another runs there, and runs after.
+func TestSlurmNodeInTwoPartitions(t *testing.T) {
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		cfg := s.cfg
+		cfg.Partition = "debug"
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.st.CreateNodePool(s.ctx, &models.NodePool{Name: "dbg", Provider: "slurm", CapacityType: models.CapacityOwned, ProviderConfig: string(raw)}); err != nil {
+			t.Fatal(err)
+		}
+		s.tick()
+		for _, name := range []string{"hpc.node1", "dbg.node1"} {
+			n, err := s.st.NodeByName(s.ctx, name)
+			if err != nil || n.State != models.NodeReady {
+				t.Fatalf("node %s: %+v, %v", name, n, err)
+			}
+		}
+		if c, err := s.st.GPUCapacity(s.ctx); err != nil || c.TotalMilli != 4000 {
+			t.Errorf("capacity %+v, %v; want node1's 4 GPUs once", c, err)
+		}
+		first := s.submit("first", 2, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["sleep","3"]` })
+		second := s.submit("second", 2, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["true"]` })
+		s.untilState(first.ID, models.JobRunning)
+		if got := s.wantState(second.ID, models.JobQueued); len(s.slurmJobs(second.ID)) != 0 || got.PendingReason == "" {
+			t.Errorf("the second job should wait in Gantry's queue, with why: %q, Slurm jobs %+v", got.PendingReason, s.slurmJobs(second.ID))
+		}
+		s.untilState(second.ID, models.JobSucceeded)
+		s.wantState(first.ID, models.JobSucceeded)
+	})
+}
+
+// slurmNodeInPools makes the Slurm node node1 (2 a100 GPUs, 8 CPUs) of one cluster
+// a Gantry node in each of the pools, as a node in their partitions is.
+func slurmNodeInPools(t *testing.T, e *env, names ...string) []*models.NodePool {
+	t.Helper()
+	var out []*models.NodePool
+	for _, name := range names {
+		pool := &models.NodePool{Name: name, Provider: "slurm", CapacityType: models.CapacityOwned}
+		if err := e.st.CreateNodePool(e.ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		cfg := slurm.Config{Partition: "part-" + name, SlurmConf: "/etc/slurm/slurm.conf", GRESTypes: map[string]string{"A100-80GB": "a100"}}
+		node, devs := slurm.GantryNode(name, cfg, slurm.Node{Name: "node1", Partitions: []string{"part-" + name}, State: "idle", CPUs: 8, MemoryMiB: 8192,
+			GPUs: []slurm.GRES{{Type: "a100", Count: 2}}})
+		if _, err := e.st.SyncPoolNodes(e.ctx, pool.ID, []store.PoolNode{{Node: node, Devices: devs}}, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pool)
+	}
+	return out
+}
+
+// A Slurm node in the partitions of two pools is a Gantry node in each, but its GPUs
+// count once: in the fleet's capacity, and in what the scheduler may place, so that
+// of three jobs each wanting both its GPUs one is placed, on either pool, and the
+// others wait, in the pass that placed it (the scheduler sees two nodes) and after.
+func TestSlurmNodeInTwoPoolsCountsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		slurmNodeInPools(t, e, "hpc", "debug")
+		if c, err := st.GPUCapacity(e.ctx); err != nil || c.TotalMilli != 2000 {
+			t.Fatalf("capacity %+v, %v; want the node's 2 GPUs once", c, err)
+		}
+		var jobs []*models.Job
+		for _, name := range []string{"a", "b", "c"} {
+			jobs = append(jobs, e.submit(name, 2, func(j *models.Job) { j.GPUModel = "A100-80GB" }))
+		}
+		for pass := 1; pass <= 2; pass++ {
+			e.svc.Tick(e.ctx)
+			placed := 0
+			for _, j := range jobs {
+				switch got := e.job(j.ID); got.State {
+				case models.JobScheduled:
+					placed++
+				case models.JobQueued:
+					if pass == 2 && got.PendingReason == "" {
+						t.Errorf("job %s waits with no reason: the scheduler should see the node's GPUs taken", got.Name)
+					}
+				default:
+					t.Errorf("job %s is %s", got.Name, got.State)
+				}
+			}
+			if placed != 1 {
+				t.Errorf("after pass %d: %d jobs placed on the one Slurm node's 2 GPUs, want 1", pass, placed)
+			}
+		}
+	})
+}
+
+// A job outside Gantry on a Slurm node in the partitions of two pools, seen through
+// one pool's partition, holds the node's GPUs for the other pool too.
+func TestSlurmNodeInTwoPoolsHeldOutsideGantry(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		pools := slurmNodeInPools(t, e, "hpc", "debug")
+		now := time.Now().UTC()
+		other := []models.SlurmForeignJob{{SlurmJobID: "41", Name: "theirs", User: "bob", State: "RUNNING", Nodes: `["debug.node1"]`,
+			GPUs: 2, GPUModel: "A100-80GB", CPUs: 1, MemoryMiB: 100, SubmittedAt: now, StartedAt: &now}}
+		if err := st.SyncForeignJobs(e.ctx, pools[1].ID, other); err != nil {
+			t.Fatal(err)
+		}
+		j := e.submit("waits", 1, func(j *models.Job) { j.GPUModel = "A100-80GB" })
+		e.svc.Tick(e.ctx)
+		if got := e.wantState(j.ID, models.JobQueued); got.PendingReason == "" {
+			t.Error("the job waits with no reason")
 		}
 	})
 }

@@ -182,11 +182,16 @@ func charged(e Event) *Run {
 func NodeName(pool, node string) string { return pool + "." + node }
 
 // GantryNode is a Slurm node as Gantry shows it: read-only (runtime slurm, no
-// credential), its state and reason from Slurm's, and one device per GPU of its GRES,
+// credential), labelled with its partition, name and slurm.conf (so that the Gantry
+// nodes of one Slurm node in several pools count once), its state and reason from Slurm's, and one device per GPU of its GRES,
 // named by the pool's gres_types (a100 shows as A100-80GB).
 func GantryNode(pool string, cfg Config, n Node) (models.Node, []models.GPUDevice) {
 	state, reason := nodeState(n.State, n.Reason)
-	labels, _ := json.Marshal(map[string]string{"slurm.partition": cfg.Partition, "slurm.node": n.Name})
+	conf := cfg.SlurmConf
+	if conf == "" {
+		conf = "default"
+	}
+	labels, _ := json.Marshal(map[string]string{models.LabelSlurmPartition: cfg.Partition, models.LabelSlurmNode: n.Name, models.LabelSlurmConf: conf})
 	node := models.Node{
 		Name: NodeName(pool, n.Name), State: state, StateReason: reason, Labels: string(labels),
 		CPUMilli: int64(n.CPUs) * 1000, MemoryMiB: n.MemoryMiB, Runtime: models.RuntimeSlurm,

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -150,7 +151,7 @@ func TestGantryNode(t *testing.T) {
 	cfg := Config{Partition: "gpu", GRESTypes: map[string]string{"A100-80GB": "a100"}}
 	n, devs := GantryNode("hpc", cfg, nodes[0])
 	if n.Name != "hpc.node1" || n.State != models.NodeReady || n.Runtime != models.RuntimeSlurm || n.CPUMilli != 8000 || n.MemoryMiB != 8192 ||
-		n.CredentialHash != "" || n.Labels != `{"slurm.node":"node1","slurm.partition":"gpu"}` {
+		n.CredentialHash != "" || n.Labels != `{"slurm.conf":"default","slurm.node":"node1","slurm.partition":"gpu"}` {
 		t.Errorf("node %+v", n)
 	}
 	var got []string
@@ -161,6 +162,35 @@ func TestGantryNode(t *testing.T) {
 	want := "0 slurm:hpc:node1:0 A100-80GB 81920|1 slurm:hpc:node1:1 A100-80GB 81920|2 slurm:hpc:node1:2 l4 0|3 slurm:hpc:node1:3 l4 0"
 	if strings.Join(got, "|") != want {
 		t.Errorf("devices\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+// A node that sinfo lists in two partitions is a Gantry node in the pool of each,
+// and both are known for one machine, whose capacity counts once; the node of the
+// same name on another cluster (another slurm.conf) is another machine.
+func TestNodeInTwoPartitionsIsOneMachine(t *testing.T) {
+	nodes, err := parseSinfoNodes(readFixture(t, "sinfo_busy.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || !reflect.DeepEqual(nodes[0].Partitions, []string{"gpu", "debug"}) {
+		t.Fatalf("sinfo lists node1 once per partition; want one node in both: %+v", nodes)
+	}
+	var gantry []models.Node
+	for i, part := range nodes[0].Partitions {
+		n, devs := GantryNode("pool-"+part, Config{Partition: part, SlurmConf: "/etc/slurm/slurm.conf"}, nodes[0])
+		if len(devs) != 4 {
+			t.Fatalf("%s: %d GPUs, want 4", n.Name, len(devs))
+		}
+		n.ID = int64(10 + i)
+		gantry = append(gantry, n)
+	}
+	other, _ := GantryNode("elsewhere", Config{Partition: "gpu", SlurmConf: "/etc/other/slurm.conf"}, nodes[0])
+	other.ID = 5
+	gantry = append(gantry, other)
+	got := models.SharedSlurmNodes(gantry)
+	if want := map[int64]int64{10: 10, 11: 10}; !reflect.DeepEqual(got, want) {
+		t.Errorf("shared nodes %v, want %v (pool-gpu.node1 and pool-debug.node1 as one, elsewhere.node1 apart)", got, want)
 	}
 }
 

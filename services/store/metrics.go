@@ -41,8 +41,9 @@ type GPUCapacity struct {
 	ForeignMilli   int64
 }
 
-// GPUCapacity sums the GPUs of ready, draining and cordoned nodes, and the
-// milli-GPUs of pending, running and stopping allocations.
+// GPUCapacity sums the GPUs of ready, draining and cordoned nodes (those of a Slurm
+// node in several pools once), and the milli-GPUs of pending, running and stopping
+// allocations.
 func (s *Store) GPUCapacity(ctx context.Context) (GPUCapacity, error) {
 	var c GPUCapacity
 	var devices int64
@@ -58,11 +59,41 @@ func (s *Store) GPUCapacity(ctx context.Context) (GPUCapacity, error) {
 	if err != nil {
 		return c, fmt.Errorf("sum allocated GPUs: %w", err)
 	}
-	c.TotalMilli = devices * 1000
+	copies, err := s.sharedCopyGPUs(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.TotalMilli = (devices - copies) * 1000
 	if c.ForeignMilli, err = s.foreignGPUMilli(ctx); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// sharedCopyGPUs counts the GPUs of the Gantry nodes that are up and share a Slurm
+// node with an earlier one (a node in the partitions of several pools): its GPUs
+// count once, on the first.
+func (s *Store) sharedCopyGPUs(ctx context.Context) (int64, error) {
+	var up []models.Node
+	err := s.with(ctx).Where("runtime = ? AND state IN ?", models.RuntimeSlurm,
+		[]string{models.NodeReady, models.NodeDraining, models.NodeCordoned}).Find(&up).Error
+	if err != nil {
+		return 0, fmt.Errorf("Slurm nodes that are up: %w", err)
+	}
+	var copies []int64
+	for id, first := range models.SharedSlurmNodes(up) {
+		if id != first {
+			copies = append(copies, id)
+		}
+	}
+	if len(copies) == 0 {
+		return 0, nil
+	}
+	var n int64
+	if err := s.with(ctx).Model(&models.GPUDevice{}).Where("node_id IN ?", copies).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count GPUs of shared Slurm nodes: %w", err)
+	}
+	return n, nil
 }
 
 // foreignGPUMilli sums the GPUs that running jobs outside Gantry hold on Slurm nodes
