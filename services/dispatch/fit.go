@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/scheduler"
@@ -68,7 +69,27 @@ func (s *Service) CheckFit(ctx context.Context, job models.Job, more []scheduler
 	err = scheduler.ValidateRequest(req, cfg, scheduler.OfferOf(offer))
 	var fe *scheduler.FieldError
 	if errors.As(err, &fe) {
-		return models.Invalid(specField(fe.Field), "%s", fe.Message)
+		msg := fe.Message
+		if fe.Field == "image" && req.Container {
+			msg += plainSlurmPools(snap.Nodes)
+		}
+		return models.Invalid(specField(fe.Field), "%s", msg)
 	}
 	return err
+}
+
+// plainSlurmPools says which Slurm pools could run a container image with a
+// container plugin, for the refusal of a job with one; "" when there are none.
+func plainSlurmPools(nodes []NodeCapacity) string {
+	var pools []string
+	for _, n := range nodes {
+		if n.WholeGPUs && n.Runs == scheduler.RunsPlain && n.Pool != "" && !slices.Contains(pools, n.Pool) {
+			pools = append(pools, n.Pool)
+		}
+	}
+	if len(pools) == 0 {
+		return ""
+	}
+	slices.Sort(pools)
+	return fmt.Sprintf(" (Slurm pool %s runs images only through a container plugin, which it does not configure: container: pyxis in its provider_config)", strings.Join(pools, ", "))
 }

@@ -103,7 +103,7 @@ func TestCheckFitFollowsTheNodeRuntime(t *testing.T) {
 			{job(1, withImage), "", ""},
 		}},
 		{"a Slurm node without a container plugin", func(e *env) { e.slurmNode("") }, []check{
-			{job(0, withImage), "image", "every node runs plain commands only"},
+			{job(0, withImage), "image", "every node runs plain commands only; use the plain-command image (Slurm pool hpc runs images only through a container plugin, which it does not configure: container: pyxis"},
 			{job(0), "", ""},
 		}},
 		{"a Slurm node with pyxis", func(e *env) { e.slurmNode("pyxis") }, []check{

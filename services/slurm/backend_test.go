@@ -252,6 +252,15 @@ func TestParseConfig(t *testing.T) {
 		`{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","gres_types":{"A100-80GB":"gpu:a"}}`: "gres_types",
 		`{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","command_timeout_sec":9999}`:         "command_timeout_sec",
 		`{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","bin_dir":"bin"}`:                    "bin_dir",
+		`{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","container_mounts":["/d:/d"]}`:       "container_mounts",
+	}
+	for _, m := range []string{"/d", "d:/d", "/d:d", "/d:/d:", "/d:/d:ro+", "/d:/d:RO", "/a,/b:/b", "/d e:/d", "/d:/d:ro:x", "/d/../e:/d", "/d:/d;rm"} {
+		raw := `{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","container":"pyxis","container_mounts":["` + m + `"]}`
+		bad[raw] = "container_mounts"
+	}
+	if c, err := ParseConfig(`{"partition":"gpu","log_dir":"/l","checkpoint_dir":"/c","container":"pyxis","container_mounts":["/datasets:/data:ro+rprivate","/s:/s"]}`); err != nil ||
+		len(c.ContainerMounts) != 2 {
+		t.Errorf("mounts: %+v, %v", c, err)
 	}
 	for raw, field := range bad {
 		_, err := ParseConfig(raw)

@@ -38,6 +38,10 @@ type Config struct {
 	// Container is the site's container plugin: "" (plain commands only) or "pyxis"
 	// (srun --container-image).
 	Container string `json:"container,omitempty"`
+	// ContainerMounts are bind mounts into every job's container besides its
+	// checkpoint directory, as pyxis reads them: SRC:DST or SRC:DST:FLAGS (flags
+	// joined by +, e.g. ro+rprivate), both paths absolute.
+	ContainerMounts []string `json:"container_mounts,omitempty"`
 	// CommandTimeoutSec bounds each command; 0: 30 s.
 	CommandTimeoutSec int `json:"command_timeout_sec,omitempty"`
 	// Installation tells this Gantry's jobs from any other's on the cluster: it is
@@ -81,6 +85,14 @@ func (c Config) Validate() error {
 	case c.CommandTimeoutSec < 0 || c.CommandTimeoutSec > 600:
 		return models.Invalid("command_timeout_sec", "must be 0 (30 s) to 600, got %d", c.CommandTimeoutSec)
 	}
+	if len(c.ContainerMounts) > 0 && c.Container == "" {
+		return models.Invalid("container_mounts", "need a container plugin: set container to pyxis, or leave container_mounts out")
+	}
+	for _, m := range c.ContainerMounts {
+		if err := checkMount(m); err != nil {
+			return err
+		}
+	}
 	for _, class := range sortedKeys(c.QOS) {
 		if !slurmName(c.QOS[class]) {
 			return models.Invalid("qos", "class %s maps to %q, not a Slurm QOS name", class, c.QOS[class])
@@ -93,6 +105,28 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// checkMount accepts a pyxis bind mount: SRC:DST[:FLAGS], clean absolute paths of
+// letters, digits and / . _ - (never the commas and colons that separate mounts and
+// their parts), flags of letters joined by +.
+func checkMount(m string) error {
+	parts := strings.Split(m, ":")
+	bad := len(parts) < 2 || len(parts) > 3
+	for _, p := range parts[:min(len(parts), 2)] {
+		bad = bad || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.Trim(p, pathChars) != ""
+	}
+	if len(parts) == 3 {
+		for _, f := range strings.Split(parts[2], "+") {
+			bad = bad || f == "" || strings.Trim(f, "abcdefghijklmnopqrstuvwxyz") != ""
+		}
+	}
+	if bad {
+		return models.Invalid("container_mounts", "%q is not a mount: want SRC:DST or SRC:DST:FLAGS, absolute paths without commas or spaces, flags such as ro or ro+rprivate", m)
+	}
+	return nil
+}
+
+const pathChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-"
 
 // CommandTimeout is how long one command may take.
 func (c Config) CommandTimeout() time.Duration {

@@ -275,9 +275,26 @@ func (c Config) commandLine(s JobSpec) []string {
 	line := []string{"srun", fmt.Sprintf("--ntasks=%d", max(s.Replicas, 1)), "--ntasks-per-node=1"}
 	if s.Image != "" {
 		ckpt := c.CheckpointPath(s.JobID)
-		line = append(line, "--container-image="+s.Image, "--container-mounts="+ckpt+":"+ckpt)
+		mounts := append([]string{ckpt + ":" + ckpt}, c.ContainerMounts...)
+		line = append(line, "--container-image="+pyxisImage(s.Image), "--container-mounts="+strings.Join(mounts, ","))
 	}
 	return append(line, s.Command...)
+}
+
+// pyxisImage writes an image reference as pyxis reads it, an enroot URI: a registry
+// is set off by # rather than /, (nvcr.io/nvidia/pytorch:24.01-py3 is
+// nvcr.io#nvidia/pytorch:24.01-py3), and Docker Hub is enroot's default registry.
+// The first part of a reference names a registry when it has a dot or a port, or is
+// localhost, as Docker reads references.
+func pyxisImage(ref string) string {
+	host, rest, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return ref
+	}
+	if host == "docker.io" || host == "index.docker.io" || host == "registry-1.docker.io" {
+		return rest
+	}
+	return host + "#" + rest
 }
 
 func quoteAll(words []string) []string {

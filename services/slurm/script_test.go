@@ -92,16 +92,62 @@ func TestCommandLineUsesSrunForContainersAndReplicas(t *testing.T) {
 	c := testConfig("/shared")
 	c.Container = "pyxis"
 	got := c.commandLine(JobSpec{JobID: 3, Command: []string{"python", "x.py"}, Image: "nvcr.io/nvidia/pytorch:24.01-py3"})
-	want := []string{"srun", "--ntasks=1", "--ntasks-per-node=1", "--container-image=nvcr.io/nvidia/pytorch:24.01-py3",
+	want := []string{"srun", "--ntasks=1", "--ntasks-per-node=1", "--container-image=nvcr.io#nvidia/pytorch:24.01-py3",
 		"--container-mounts=/shared/ckpt/job-3:/shared/ckpt/job-3", "python", "x.py"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("container:\n got %q\nwant %q", got, want)
+	}
+	c.ContainerMounts = []string{"/datasets:/data:ro", "/scratch/gantry:/scratch"}
+	got = c.commandLine(JobSpec{JobID: 3, Command: []string{"python", "x.py"}, Image: "ubuntu:22.04", Replicas: 2})
+	want = []string{"srun", "--ntasks=2", "--ntasks-per-node=1", "--container-image=ubuntu:22.04",
+		"--container-mounts=/shared/ckpt/job-3:/shared/ckpt/job-3,/datasets:/data:ro,/scratch/gantry:/scratch", "python", "x.py"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("container with the pool's mounts, on two nodes:\n got %q\nwant %q", got, want)
 	}
 	if got := c.commandLine(JobSpec{Command: []string{"x"}, Replicas: 2}); !reflect.DeepEqual(got, []string{"srun", "--ntasks=2", "--ntasks-per-node=1", "x"}) {
 		t.Errorf("replicas: %q", got)
 	}
 	if got := c.commandLine(JobSpec{Command: []string{"x"}}); !reflect.DeepEqual(got, []string{"x"}) {
 		t.Errorf("plain: %q", got)
+	}
+}
+
+// The batch script of a job with an image on a pool with pyxis runs its command in
+// the container, through srun; without a container plugin the image is refused for
+// the pool, naming the image field and what to do.
+func TestBatchScriptRunsTheImageThroughPyxis(t *testing.T) {
+	c := testConfig("/shared")
+	c.Container, c.ContainerMounts = "pyxis", []string{"/datasets:/data:ro"}
+	s := JobSpec{JobID: 9, Attempt: 1, Command: []string{"python", "train.py", "--out", "it's here"}, Image: "registry.example.com:5000/ml/train:1.2"}
+	if _, err := c.sbatchArgs(s); err != nil {
+		t.Fatalf("a pool with pyxis refuses an image: %v", err)
+	}
+	want := `'srun' '--ntasks=1' '--ntasks-per-node=1' '--container-image=registry.example.com:5000#ml/train:1.2' ` +
+		`'--container-mounts=/shared/ckpt/job-9:/shared/ckpt/job-9,/datasets:/data:ro' 'python' 'train.py' '--out' 'it'\''s here' &`
+	if script := c.batchScript(s); !strings.Contains(script, "\n"+want+"\n") {
+		t.Errorf("the script lacks the line\n%s\nscript:\n%s", want, script)
+	}
+	c.Container, c.ContainerMounts = "", nil
+	_, err := c.sbatchArgs(s)
+	var fe *models.FieldError
+	if !errors.As(err, &fe) || fe.Field != "image" || !strings.Contains(fe.Message, "runs plain commands only (no container plugin configured)") {
+		t.Errorf("an image on a pool without a container plugin: %v", err)
+	}
+}
+
+func TestPyxisImage(t *testing.T) {
+	for ref, want := range map[string]string{
+		"ubuntu:22.04":                          "ubuntu:22.04",
+		"pytorch/pytorch:2.1.0":                 "pytorch/pytorch:2.1.0",
+		"docker.io/library/ubuntu:22.04":        "library/ubuntu:22.04",
+		"nvcr.io/nvidia/pytorch:24.01-py3":      "nvcr.io#nvidia/pytorch:24.01-py3",
+		"localhost/train:dev":                   "localhost#train:dev",
+		"127.0.0.1:5000/train:dev":              "127.0.0.1:5000#train:dev",
+		"ghcr.io/org/img@sha256:0123456789abcd": "ghcr.io#org/img@sha256:0123456789abcd",
+	} {
+		if got := pyxisImage(ref); got != want {
+			t.Errorf("pyxisImage(%q) = %q, want %q", ref, got, want)
+		}
 	}
 }
 
