@@ -350,6 +350,9 @@ func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 	// Gantry reads the node's state once, so it places a job there after Slurm drained it.
 	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
 		s.tick()
+		if n, err := s.st.NodeByName(s.ctx, "hpc.node1"); err != nil || n.State != models.NodeReady {
+			t.Fatalf("node1 in Gantry before the test: %+v, %v", n, err)
+		}
 		if out, err := s.slurmCmd("scontrol", "update", "nodename=node1", "state=drain", "reason=gantry test").CombinedOutput(); err != nil {
 			t.Fatalf("drain node1: %v: %s", err, out)
 		}
