@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
@@ -116,6 +117,48 @@ func TestHoldOfARunningJobCheckpointsAndHolds(t *testing.T) {
 		}
 		if acts := e.auditActions(); !slices.Contains(acts, "job.held") || !slices.Contains(acts, "job.released") {
 			t.Fatalf("audit = %v", acts)
+		}
+	})
+}
+
+// A job placed on a Slurm pool that has not started is held at once: its reservation
+// ends (stop reason held-in-slurm) and frees the node for the next job; released, it
+// is placed again as its next attempt once there is room.
+func TestHoldAJobPlacedOnASlurmPool(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, realScheduler(t))
+		slurmNodeInPools(t, e, "hpc")
+		j := e.submit("first", 2, func(j *models.Job) { j.GPUModel = "A100-80GB" })
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobScheduled)
+		if held, err := e.svc.HoldJob(e.ctx, j.ID, "user:ada", ""); err != nil || held.State != models.JobHeld {
+			t.Fatalf("hold of a job waiting to be submitted to Slurm = %+v, %v", held, err)
+		}
+		allocs, _ := st.AllocationsOfJob(e.ctx, j.ID)
+		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StopReason != "held-in-slurm" || allocs[0].StartedAt != nil {
+			t.Fatalf("the held job's reservation: %+v", allocs)
+		}
+		next := e.submit("next", 2, func(j *models.Job) { j.GPUModel = "A100-80GB" })
+		e.svc.Tick(e.ctx)
+		e.wantState(next.ID, models.JobScheduled)
+		if _, err := e.svc.ReleaseJob(e.ctx, j.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobQueued) // the node's GPUs are the next job's now
+
+		if _, err := e.svc.CancelJob(e.ctx, next.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := st.AllocationsOfJob(e.ctx, next.ID)
+		now := time.Now().UTC()
+		if err := st.UpdateAllocation(e.ctx, a[0].ID, []string{a[0].State}, store.AllocationChange{State: models.AllocEnded, EndedAt: &now}); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		if got := e.wantState(j.ID, models.JobScheduled); got.Attempt != 2 {
+			t.Errorf("the released job placed again at attempt %d, want 2", got.Attempt)
 		}
 	})
 }

@@ -100,7 +100,9 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 
 // heldInSlurm says whether Gantry holds the Slurm job in Slurm's queue: stopped for
 // a hold and not cancelled since (a hold that came too late is a cancel).
-func heldInSlurm(r *models.SlurmJob) bool { return r.StopReason == stopHeldInSlurm && r.SignalledAt == nil }
+func heldInSlurm(r *models.SlurmJob) bool {
+	return r.StopReason == stopHeldInSlurm && r.SignalledAt == nil
+}
 
 // keepHeld says whether a Slurm job held in Slurm's queue stays there: its job is
 // held, or was released and waits to be placed again, or was placed again on this
