@@ -6,9 +6,12 @@ package slurmtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Conf returns the slurm.conf of the test Slurm (GANTRY_TEST_SLURM_CONF) and holds
@@ -32,5 +35,26 @@ func Conf(t testing.TB) string {
 		t.Fatalf("lock the test Slurm: %v", err)
 	}
 	t.Cleanup(func() { f.Close() }) // closing releases the lock
+	waitResponding(t, conf)
 	return conf
+}
+
+// waitResponding waits until slurmctld answers and hears from every node: a test
+// that restarted slurmctld hands the cluster on before slurmd registers again, and a
+// node that does not respond (sinfo's idle*) is down to Gantry.
+func waitResponding(t testing.TB, conf string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%N %T")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		out, err := cmd.CombinedOutput()
+		if err == nil && len(strings.TrimSpace(string(out))) > 0 && !strings.Contains(string(out), "*") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the test Slurm's nodes do not respond after a minute: %v: %s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
