@@ -76,6 +76,7 @@ func eachSlurm(t *testing.T, tune func(*dispatch.SlurmConfig), fn func(t *testin
 			}
 			s := &slurmEnv{env: e, dbConf: dbConf, conf: conf, cfg: cfg, pool: pool, sp: e.svc.SlurmPools(scfg)}
 			s.cancelAll() // what an interrupted test left
+			s.nodesIdle()
 			t.Cleanup(s.cancelAll)
 			fn(t, s)
 		})
@@ -91,10 +92,17 @@ func (s *slurmEnv) tick() {
 // until ticks until cond holds, failing after two minutes with what.
 func (s *slurmEnv) until(what string, cond func() bool) {
 	s.t.Helper()
+	s.untilSaying(what, cond, func() string { return "" })
+}
+
+// untilSaying is until that says, when it times out, where things stand.
+func (s *slurmEnv) untilSaying(what string, cond func() bool, standing func() string) {
+	s.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out waiting for %s", what)
+			out, _ := s.slurmCmd("sinfo", "-h", "-N", "-o", "%N %T %E").Output()
+			s.t.Fatalf("timed out waiting for %s; %s; Slurm's nodes: %s", what, standing(), strings.TrimSpace(string(out)))
 		}
 		s.tick()
 		time.Sleep(200 * time.Millisecond)
@@ -103,13 +111,17 @@ func (s *slurmEnv) until(what string, cond func() bool) {
 
 func (s *slurmEnv) untilState(id int64, state string) *models.Job {
 	s.t.Helper()
-	s.until("job to be "+state, func() bool {
+	s.untilSaying("job to be "+state, func() bool {
 		j := s.job(id)
 		if models.IsTerminal(j.State) && j.State != state {
 			evs, _ := s.st.JobEvents(s.ctx, id)
 			s.t.Fatalf("job %d ended %s (%s), want %s; events: %s", id, j.State, j.StateReason, state, describeEvents(evs))
 		}
 		return j.State == state
+	}, func() string {
+		j := s.job(id)
+		evs, _ := s.st.JobEvents(s.ctx, id)
+		return fmt.Sprintf("job %d is %s (%s; waits: %s); events: %s", id, j.State, j.StateReason, j.PendingReason, describeEvents(evs))
 	})
 	return s.job(id)
 }
@@ -136,6 +148,31 @@ func (s *slurmEnv) cancelAll() {
 		}
 		_ = s.slurmCmd("scancel", ids...).Run()
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// nodesIdle resumes nodes an earlier test drained and waits until Slurm has every
+// node idle: a test that reads the inventory once must not find a node still
+// draining or completing an earlier test's job.
+func (s *slurmEnv) nodesIdle() {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		out, _ := s.slurmCmd("sinfo", "-h", "-N", "-o", "%N %T").Output()
+		busy := false
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 || f[1] == "idle" {
+				continue
+			}
+			busy = true
+			if strings.HasPrefix(f[1], "drain") {
+				_ = s.slurmCmd("scontrol", "update", "nodename="+f[0], "state=resume").Run()
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
