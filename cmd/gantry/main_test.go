@@ -318,6 +318,9 @@ func TestServeOnEveryDatabase(t *testing.T) {
 			if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"request_id":"`) || !strings.Contains(logs, `"path":"/readyz"`) {
 				t.Errorf("JSON access log with request id missing: %s", logs)
 			}
+			if !strings.Contains(logs, `"msg":"/metrics is public`) {
+				t.Errorf("no warning that /metrics is public without a scrape token: %s", logs)
+			}
 			if !strings.Contains(logs, `"msg":"shutting down"`) {
 				t.Errorf("no graceful shutdown in the log: %s", logs)
 			}

@@ -68,6 +68,9 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			defer func() { stopDispatch(); plane.wait() }()
+			if auth.metricsToken == "" {
+				log.Warn("/metrics is public: it names jobs, projects, teams and hosts; set --metrics-token (GANTRY_METRICS_TOKEN) to require a scrape token")
+			}
 			router := web.NewRouter(web.Config{Store: st, Version: version, Log: log, Dispatch: plane.dispatch, Governance: plane.governance, Telemetry: plane.telemetry,
 				Auth: authOptions, TrustedProxies: auth.trustedProxies, SecureCookies: secure, MetricsToken: auth.metricsToken})
 			if err := web.Serve(ctx, ln, router, log); err != nil {
