@@ -100,20 +100,26 @@ const (
 	DeliveryFailed  = "failed"
 )
 
-// OutboxMail is an e-mail to a person, queued with the change that calls for it and sent
-// with back-off like an AlertDelivery; its state is one of the Delivery states.
-type OutboxMail struct {
-	ID            int64
-	ToAddress     string
-	Subject       string
-	Body          string
-	Link          string // the portal path it is about, e.g. /feedback/12
+// Delivery is the retry state of something sent with back-off: an alert's
+// notification or a queued e-mail.
+type Delivery struct {
 	State         string
 	Attempts      int
 	NextAttemptAt time.Time
 	LastError     string
 	SentAt        *time.Time
-	CreatedAt     time.Time
+}
+
+// OutboxMail is an e-mail to a person, queued with the change that calls for it and sent
+// with back-off like an AlertDelivery; its state is one of the Delivery states.
+type OutboxMail struct {
+	ID        int64
+	ToAddress string
+	Subject   string
+	Body      string
+	Link      string // the portal path it is about, e.g. /feedback/12
+	Delivery
+	CreatedAt time.Time
 }
 
 // TableName keeps the name of the migration.
@@ -121,15 +127,11 @@ func (OutboxMail) TableName() string { return "mail_outbox" }
 
 // AlertDelivery is one alert's notification through one channel, retried with back-off.
 type AlertDelivery struct {
-	ID            int64
-	AlertID       int64
-	ChannelID     int64
-	State         string
-	Attempts      int
-	NextAttemptAt time.Time
-	LastError     string
-	SentAt        *time.Time
-	CreatedAt     time.Time
+	ID        int64
+	AlertID   int64
+	ChannelID int64
+	Delivery
+	CreatedAt time.Time
 }
 
 // NotificationChannel is where alerts go: a webhook or an e-mail address.

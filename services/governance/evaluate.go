@@ -136,7 +136,8 @@ func (s *Service) queue(ctx context.Context, tx *store.Store, r models.AlertRule
 	for _, c := range channels {
 		for _, id := range wanted {
 			if c.ID == id && c.Enabled {
-				ds = append(ds, models.AlertDelivery{AlertID: a.ID, ChannelID: c.ID, State: models.DeliveryPending, NextAttemptAt: now})
+				ds = append(ds, models.AlertDelivery{AlertID: a.ID, ChannelID: c.ID,
+					Delivery: models.Delivery{State: models.DeliveryPending, NextAttemptAt: now}})
 			}
 		}
 	}

@@ -36,7 +36,8 @@ func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time,
 		s.log.Warn("e-mail not queued: the recipient's address is not an e-mail address", "about", m.Link)
 		return nil
 	}
-	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link, State: models.DeliveryPending, NextAttemptAt: now.UTC()}
+	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link,
+		Delivery: models.Delivery{State: models.DeliveryPending, NextAttemptAt: now.UTC()}}
 	if err := tx.CreateOutboxMail(ctx, row); err != nil {
 		return fmt.Errorf("queue e-mail about %s: %w", m.Link, err)
 	}
@@ -52,17 +53,13 @@ func (s *Service) deliverMails(ctx context.Context, now time.Time, rep *Delivery
 	for i := range due {
 		m := &due[i]
 		err := s.sendMail(ctx, m)
-		m.Attempts++
-		switch {
-		case err == nil:
-			m.State, m.SentAt, m.LastError = models.DeliverySent, &now, ""
+		switch s.tried(now, &m.Delivery, err) {
+		case models.DeliverySent:
 			rep.Sent++
-		case m.Attempts >= s.cfg.MaxAttempts:
-			m.State, m.LastError = models.DeliveryFailed, oneLine(err)
+		case models.DeliveryFailed:
 			rep.Failed = append(rep.Failed, fmt.Sprintf("e-mail #%d about %s: gave up after %d attempts: %s", m.ID, m.Link, m.Attempts, m.LastError))
 			s.log.Error("e-mail failed for good", "mail", m.ID, "about", m.Link, "attempts", m.Attempts, "err", err)
 		default:
-			m.LastError, m.NextAttemptAt = oneLine(err), now.Add(s.backoff(m.Attempts))
 			rep.Retrying++
 			s.log.Warn("e-mail failed; will retry", "mail", m.ID, "about", m.Link, "attempts", m.Attempts, "next", m.NextAttemptAt, "err", err)
 		}

@@ -113,17 +113,13 @@ func (s *Service) deliverAlerts(ctx context.Context, now time.Time, rep *Deliver
 	for i := range due {
 		d := &due[i]
 		err := s.deliver(ctx, d, byID, rules)
-		d.Attempts++
-		switch {
-		case err == nil:
-			d.State, d.SentAt, d.LastError = models.DeliverySent, &now, ""
+		switch s.tried(now, &d.Delivery, err) {
+		case models.DeliverySent:
 			rep.Sent++
-		case d.Attempts >= s.cfg.MaxAttempts:
-			d.State, d.LastError = models.DeliveryFailed, oneLine(err)
+		case models.DeliveryFailed:
 			rep.Failed = append(rep.Failed, fmt.Sprintf("alert #%d via channel %d: gave up after %d attempts: %s", d.AlertID, d.ChannelID, d.Attempts, d.LastError))
 			s.log.Error("notification failed for good", "alert", d.AlertID, "channel", d.ChannelID, "attempts", d.Attempts, "err", err)
 		default:
-			d.LastError, d.NextAttemptAt = oneLine(err), now.Add(s.backoff(d.Attempts))
 			rep.Retrying++
 			s.log.Warn("notification failed; will retry", "alert", d.AlertID, "channel", d.ChannelID, "attempts", d.Attempts, "next", d.NextAttemptAt, "err", err)
 		}
@@ -161,6 +157,22 @@ func (s *Service) deliver(ctx context.Context, d *models.AlertDelivery, channels
 }
 
 // backoff is the wait after the n-th failed attempt: FirstRetry doubled n-1 times, at most MaxRetry.
+// tried records one try that ended with err on a delivery's retry state and returns
+// its state now: sent, failed for good after the last allowed try, or still pending
+// with its next try after the back-off.
+func (s *Service) tried(now time.Time, d *models.Delivery, err error) string {
+	d.Attempts++
+	switch {
+	case err == nil:
+		d.State, d.SentAt, d.LastError = models.DeliverySent, &now, ""
+	case d.Attempts >= s.cfg.MaxAttempts:
+		d.State, d.LastError = models.DeliveryFailed, oneLine(err)
+	default:
+		d.LastError, d.NextAttemptAt = oneLine(err), now.Add(s.backoff(d.Attempts))
+	}
+	return d.State
+}
+
 func (s *Service) backoff(n int) time.Duration {
 	d := s.cfg.FirstRetry
 	for i := 1; i < n && d < s.cfg.MaxRetry; i++ {
