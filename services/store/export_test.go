@@ -72,3 +72,17 @@ func (s *Store) JobsPlan(ctx context.Context, f JobFilter) ([]string, error) {
 	})
 	return lines, err
 }
+
+// PlansOf runs fn in one transaction, so on one connection, and then says how many
+// executions of that connection's prepared statements whose text contains text
+// PostgreSQL ran on a generic (cached) plan and how many it planned afresh.
+func (s *Store) PlansOf(ctx context.Context, text string, fn func(tx *Store) error) (generic, custom int64, err error) {
+	err = s.InTx(ctx, func(tx *Store) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.db.Raw("SELECT COALESCE(SUM(generic_plans), 0), COALESCE(SUM(custom_plans), 0) FROM pg_prepared_statements WHERE strpos(statement, ?) > 0", text).
+			Row().Scan(&generic, &custom)
+	})
+	return generic, custom, err
+}

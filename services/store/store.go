@@ -66,6 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
+		db.ClauseBuilders["LIMIT"] = literalLimit
 		sqlDB, err := db.DB()
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
