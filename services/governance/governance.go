@@ -54,6 +54,9 @@ type Config struct {
 	SendTimeout time.Duration
 	// PortalURL prefixes links to alerts in notifications, e.g. https://gantry.example.
 	PortalURL string
+	// MailRetention is how long an e-mail is kept after it was sent or given up on: it
+	// holds a person's address and what was written to them. Default 30 days.
+	MailRetention time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -78,10 +81,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SendTimeout == 0 {
 		c.SendTimeout = 10 * time.Second
 	}
+	if c.MailRetention == 0 {
+		c.MailRetention = 30 * 24 * time.Hour
+	}
 	switch {
 	case c.IdleUtilPct < 0 || c.IdleUtilPct > 100:
 		return c, fmt.Errorf("governance: idle utilisation %.1f%% is not 0-100", c.IdleUtilPct)
-	case c.MaxAttempts < 1 || c.FirstRetry < 0 || c.MaxRetry < c.FirstRetry || c.SendTimeout < 0 || c.MinIdleGPUMinutes < 0:
+	case c.MaxAttempts < 1 || c.FirstRetry < 0 || c.MaxRetry < c.FirstRetry || c.SendTimeout < 0 || c.MinIdleGPUMinutes < 0 || c.MailRetention < 0:
 		return c, fmt.Errorf("governance: delivery settings must be positive, with the longest retry at least the first")
 	}
 	return c, nil

@@ -82,3 +82,40 @@ func TestQueuedMailIsSentWithBackoff(t *testing.T) {
 		}
 	})
 }
+
+// An e-mail is deleted MailRetention after it was sent or given up on, not before;
+// one still being tried is kept.
+func TestEndedMailIsDeletedAfterRetention(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{MaxAttempts: 3, FirstRetry: 30 * time.Second, MaxRetry: time.Minute, MailRetention: 24 * time.Hour})
+		queue := func(at time.Time, to, link string) {
+			t.Helper()
+			must(t, s.InTx(e.ctx, func(tx *store.Store) error {
+				return e.gov.QueueMail(e.ctx, tx, at, governance.Mail{To: to, Subject: "Planned", Body: "Soon.", Link: link})
+			}))
+		}
+		kept := func(link string) int {
+			t.Helper()
+			rows, err := s.OutboxMailsAbout(e.ctx, link)
+			must(t, err)
+			return len(rows)
+		}
+		queue(tue, "ada@example.com", "/feedback/1")
+		queue(tue, "nobody@refuse.example", "/feedback/2")
+		for _, at := range []time.Duration{0, 30 * time.Second, 90 * time.Second} {
+			e.deliver(tue.Add(at))
+		}
+		day := tue.Add(24 * time.Hour)
+		queue(day, "nobody@refuse.example", "/feedback/3")
+		if got := e.deliver(day.Add(-time.Second)); got.Pruned != 0 || kept("/feedback/1") != 1 {
+			t.Fatalf("a day less a second after it was sent: %+v, %d kept", got, kept("/feedback/1"))
+		}
+		if got := e.deliver(day.Add(time.Second)); got.Pruned != 1 || kept("/feedback/1") != 0 || kept("/feedback/2") != 1 {
+			t.Fatalf("a day and a second after it was sent: %+v; sent one kept %d, failed one kept %d", got, kept("/feedback/1"), kept("/feedback/2"))
+		}
+		if got := e.deliver(day.Add(91 * time.Second)); got.Pruned != 1 || kept("/feedback/2") != 0 || kept("/feedback/3") != 1 {
+			t.Errorf("a day after the last try: %+v; failed one kept %d, the one being tried kept %d", got, kept("/feedback/2"), kept("/feedback/3"))
+		}
+	})
+}

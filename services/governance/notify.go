@@ -75,6 +75,8 @@ func (s *Service) message(a models.Alert, r models.AlertRule) Message {
 // DeliveryReport says what one Deliver call did.
 type DeliveryReport struct {
 	Sent, Retrying int
+	// Pruned is how many ended e-mails were deleted, older than MailRetention.
+	Pruned int64
 	// Failed lists notifications given up on after the last attempt, with why.
 	Failed []string
 }
@@ -82,14 +84,19 @@ type DeliveryReport struct {
 // Deliver sends the alert notifications and the queued e-mails (QueueMail) due at now,
 // each bounded by SendTimeout. A failure is retried after FirstRetry, doubling up to
 // MaxRetry, and reported as failed after MaxAttempts tries. It never holds a database
-// transaction while it sends.
+// transaction while it sends. E-mails ended longer than MailRetention ago are deleted.
 func (s *Service) Deliver(ctx context.Context, now time.Time) (DeliveryReport, error) {
 	now = now.UTC()
 	var rep DeliveryReport
 	if err := s.deliverAlerts(ctx, now, &rep); err != nil {
 		return rep, err
 	}
-	return rep, s.deliverMails(ctx, now, &rep)
+	if err := s.deliverMails(ctx, now, &rep); err != nil {
+		return rep, err
+	}
+	var err error
+	rep.Pruned, err = s.store.DeleteEndedOutboxMails(ctx, now.Add(-s.cfg.MailRetention))
+	return rep, err
 }
 
 // deliverAlerts sends the alert notifications due at now.

@@ -46,3 +46,14 @@ func (s *Store) OutboxMailsAbout(ctx context.Context, link string) ([]models.Out
 	}
 	return out, nil
 }
+
+// DeleteEndedOutboxMails deletes the e-mails sent or given up on before before (by
+// when they were sent or last tried) and says how many there were.
+func (s *Store) DeleteEndedOutboxMails(ctx context.Context, before time.Time) (int64, error) {
+	res := s.with(ctx).Where("state <> ? AND COALESCE(sent_at, next_attempt_at) < ?", models.DeliveryPending, before.UTC()).
+		Delete(&models.OutboxMail{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete ended e-mails: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
