@@ -20,9 +20,10 @@ import (
 )
 
 // JobNew is the submit form. Plainly opened it starts from defaults, with ?clone=ID from
-// an earlier job. As fields change htmx asks again with the form's fields in the query
-// and takes the preview, or the whole form, from the page: ?apply=preset fills in the
-// chosen profile, ?apply=recommendation the profile history recommends.
+// an earlier job. As fields change htmx asks again with the form's fields in the query,
+// but for the environment ones (secrets do not go in a URL), and takes the preview, or the
+// whole form, from the page: ?apply=preset fills in the chosen profile,
+// ?apply=recommendation the profile history recommends.
 func (h *Handler) JobNew(c *gin.Context) {
 	q := c.Request.URL.Query()
 	var d templates.JobNewData

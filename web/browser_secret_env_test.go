@@ -1,8 +1,14 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,15 +19,59 @@ import (
 	"github.com/gantry-gpu/gantry/web/browsertest"
 )
 
-// The Secret variables field in a real browser: neither the live preview nor the form's
-// re-render when a profile is chosen sends it, the re-render keeps what was typed, and
-// the submitted job holds the value while its page names the variable only.
+// lockedBuffer is a log that the server writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// behindProxy puts a reverse proxy that logs every request line, as nginx's access log
+// does, in front of s, and points s's URL at it.
+func behindProxy(t *testing.T, s *jobSite) *lockedBuffer {
+	t.Helper()
+	target, err := url.Parse(s.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	lines := &lockedBuffer{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lines.Write([]byte(r.Method + " " + r.URL.RequestURI() + " referer=" + r.Referer() + "\n"))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	s.srv = front
+	return lines
+}
+
+// The environment fields in a real browser: neither the live preview nor the form's
+// re-render when a profile is chosen sends them (a GET's query ends up in a proxy's
+// access log), the re-render keeps what was typed, and the submitted job holds the
+// values while its page names the secret variables only. Neither a proxy in front nor
+// the server logs a secret value typed in either field.
 func TestSecretEnvInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
-	s := newJobSite(t, st)
+	serverLog := &lockedBuffer{}
+	s := buildLoggedJobSite(t, st, serverLog)
+	s.t = t
+	proxyLog := behindProxy(t, s)
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
-	const secret = "hf_browser-7731"
+	// HF_TOKEN typed under Secret variables; WANDB_API_KEY under Environment, secret by its name.
+	const secret, named = "hf_browser-7731", "wandb-browser-7732"
+	const env = "EPOCHS=3\nWANDB_API_KEY=" + named
 	watch := `(() => { window.sent = []; document.body.addEventListener("htmx:afterRequest", e => window.sent.push(e.detail.xhr.responseURL)); return true; })()`
 	choose := `(() => { const p = document.querySelector("#f-preset"); p.selectedIndex = (p.selectedIndex + 1) % p.options.length;
 		p.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`
@@ -33,6 +83,7 @@ func TestSecretEnvInBrowser(t *testing.T) {
 	}
 	err := chromedp.Do(ctx,
 		chromedp.SendKeys("#f-secret_env", "HF_TOKEN="+secret),
+		chromedp.SendKeys("#f-env", env),
 		chromedp.SendKeys("#f-name", "secret-browser"),
 		chromedp.SendKeys("#f-command", "true"),
 	)
@@ -60,25 +111,36 @@ func TestSecretEnvInBrowser(t *testing.T) {
 	urls := sent("apply=preset")
 	time.Sleep(300 * time.Millisecond) // the re-rendered form is swapped in after the request
 	for _, u := range urls {
-		if strings.Contains(u, "secret_env") || strings.Contains(u, "hf_browser") {
-			t.Errorf("a request of the form carried the secret field: %s", u)
+		if strings.Contains(u, "env=") || strings.Contains(u, "browser-773") {
+			t.Errorf("a request of the form carried an environment field: %s", u)
 		}
 	}
 	if got, err := chromedp.Run(ctx, chromedp.Value("#f-secret_env")); err != nil || got != "HF_TOKEN="+secret {
 		t.Fatalf("after the profile was chosen the secret field holds %q (%v)", got, err)
 	}
+	if got, err := chromedp.Run(ctx, chromedp.Value("#f-env")); err != nil || got != env {
+		t.Fatalf("after the profile was chosen the environment field holds %q (%v)", got, err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
 	page, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.documentElement.outerHTML"))
-	if err != nil || strings.Contains(page, secret) || !strings.Contains(page, "HF_TOKEN (secret)") {
-		t.Fatalf("the job page shows the secret, or does not name it (%v)", err)
+	if err != nil || strings.Contains(page, secret) || strings.Contains(page, named) || !strings.Contains(page, "EPOCHS, HF_TOKEN (secret), WANDB_API_KEY (secret)") {
+		t.Fatalf("the job page shows a secret, or does not name them (%v)", err)
 	}
 	jobs, err := st.Jobs(context.Background(), store.JobFilter{})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs %v, %v", jobs, err)
 	}
-	if got, err := st.JobSecretEnv(context.Background(), jobs[0].ID); err != nil || got["HF_TOKEN"] != secret {
+	if got, err := st.JobSecretEnv(context.Background(), jobs[0].ID); err != nil || got["HF_TOKEN"] != secret || got["WANDB_API_KEY"] != named {
 		t.Fatalf("the job's secrets = %v, %v", got, err)
+	}
+	for what, log := range map[string]string{"the proxy's access log": proxyLog.String(), "the server's log": serverLog.String()} {
+		if !strings.Contains(log, "/jobs/new") {
+			t.Errorf("%s has no line of the form's requests: %s", what, log)
+		}
+		if strings.Contains(log, secret) || strings.Contains(log, named) {
+			t.Errorf("%s holds a secret value: %s", what, log)
+		}
 	}
 }

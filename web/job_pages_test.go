@@ -48,6 +48,12 @@ func newJobSite(t *testing.T, st *store.Store) *jobSite {
 // buildJobSite builds the site for t or a fuzz target; its helpers need s.t set.
 func buildJobSite(t testing.TB, st *store.Store) *jobSite {
 	t.Helper()
+	return buildLoggedJobSite(t, st, io.Discard)
+}
+
+// buildLoggedJobSite is buildJobSite with the server's log written to logs.
+func buildLoggedJobSite(t testing.TB, st *store.Store, logs io.Writer) *jobSite {
+	t.Helper()
 	s := &site{st: st, clock: &testClock{t: time.Now().UTC()}}
 	opts := identity.Options{BcryptCost: bcrypt.MinCost}
 	al := audit.New(st, time.Now)
@@ -61,7 +67,7 @@ func buildJobSite(t testing.TB, st *store.Store) *jobSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := dispatch.DefaultConfig()
 	cfg.TickInterval, cfg.HeartbeatInterval, cfg.NodeTimeout, cfg.LeaseRecheck = 100*time.Millisecond, 250*time.Millisecond, 5*time.Second, 200*time.Millisecond
 	tel, err := telemetry.New(st, telemetry.Config{})
