@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -41,14 +43,27 @@ func (h *Handler) JobsAPIIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	out := make([]jobJSON, len(page.Jobs))
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
 	for i := range page.Jobs {
 		j := &page.Jobs[i]
-		out[i] = jobView(&j.Job, j.ProjectName, j.Username)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		v := jobView(&j.Job, j.ProjectName, j.Username)
+		if b, err = appendJobJSON(b, &v); err != nil {
+			h.serverError(c, fmt.Errorf("encode job %d: %w", j.ID, err))
+			return
+		}
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
+	b = append(b, `],"next_cursor":`...)
+	if page.NextCursor == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, page.NextCursor)
 	}
-	c.JSON(http.StatusOK, gin.H{"jobs": out, "next_cursor": next})
+	// Kept in the buffer, which goes back to the pool grown to a page's size.
+	buf.Write(append(b, '}'))
+	writeJSON(c, http.StatusOK, buf.Bytes())
 }

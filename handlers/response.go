@@ -54,6 +54,12 @@ func render(c *gin.Context, status int, comp templ.Component) {
 	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
+// writeJSON answers with body, already encoded JSON, in one write with its length.
+func writeJSON(c *gin.Context, status int, body []byte) {
+	c.Header("Content-Length", strconv.Itoa(len(body)))
+	c.Data(status, "application/json; charset=utf-8", body)
+}
+
 // jsonError answers an API request with a consistent error body.
 func jsonError(c *gin.Context, status int, code, message, field string) {
 	c.AbortWithStatusJSON(status, gin.H{"error": APIError{Code: code, Message: message, Field: field}})

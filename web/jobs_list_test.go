@@ -113,6 +113,9 @@ func (s *jobsSite) list(user string, query url.Values) (int, jobsList, errorBody
 	res, body := s.send(s.browser(), "GET", "/api/v1/jobs?"+query.Encode(), "", map[string]string{"Authorization": "Bearer " + s.tokens[user]})
 	var l jobsList
 	var e errorBody
+	if res.ContentLength != int64(len(body)) || res.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+		s.t.Errorf("list answered %d bytes as %q, with Content-Length %d", len(body), res.Header.Get("Content-Type"), res.ContentLength)
+	}
 	if res.StatusCode == http.StatusOK {
 		if err := json.Unmarshal([]byte(body), &l); err != nil {
 			s.t.Fatalf("list: %v in %s", err, body)
