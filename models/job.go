@@ -147,6 +147,18 @@ type JobLogChunk struct {
 	CreatedAt time.Time
 }
 
+// JobLogTail is the end of one log stream that could begin a secret value of the job:
+// masked in its chunks, kept here in clear until the next chunk says whether the value
+// follows. Only dispatch reads it.
+type JobLogTail struct {
+	JobID   int64  `gorm:"primaryKey;autoIncrement:false"`
+	Attempt int    `gorm:"primaryKey;autoIncrement:false"`
+	Replica int    `gorm:"primaryKey;autoIncrement:false"`
+	Stream  string `gorm:"primaryKey"`
+	Offset  int64
+	Data    []byte
+}
+
 // JobSecretEnv is the value of a job's secret environment variable, kept apart from the
 // job so that nothing that shows a job can show it: only the job's leases (and its
 // Slurm batch script) carry it.

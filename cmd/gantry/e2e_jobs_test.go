@@ -267,18 +267,21 @@ func auditActions(t *testing.T, c *cluster) []string {
 	return out
 }
 
-// A secret variable reaches the job's process, but neither its stored output (masked)
-// nor the lease file the agent keeps beside the attempt, which other users of the node
-// may read.
+// A secret variable reaches the job's process, but neither its stored output (masked,
+// also where the agent ships it in two chunks), the server's and the agent's logs, nor
+// the lease file the agent keeps beside the attempt, which other users of the node may read.
 func TestE2ESecretEnvReachesOnlyTheJob(t *testing.T) {
 	c := newCluster(t)
 	c.startAgent("gpu-1", "1xA100-80GB")
 	const secret = "hf_e2e-secret-5521"
-	// It runs until cancelled: the agent removes an ended attempt's files.
-	j := c.submit("secret", `echo "length ${#HF_TOKEN}"; echo "token $HF_TOKEN"; while :; do sleep 0.05; done`, func(s *jobs.Spec) {
+	// It prints the value in two writes a second apart, which the agent ships apart (it
+	// ships every 200 ms); it runs until cancelled: the agent removes an ended attempt's files.
+	j := c.submit("secret", `echo "length ${#HF_TOKEN}"; echo "token $HF_TOKEN"; printf 'split %s' "$(printf %s "$HF_TOKEN" | head -c 7)"; sleep 1; `+
+		`printf '%s\n' "$HF_TOKEN" | tail -c +8; while :; do sleep 0.05; done`, func(s *jobs.Spec) {
 		s.Env = map[string]jobs.EnvVar{"HF_TOKEN": jobs.Secret(secret)}
 	})
-	want := fmt.Sprintf("length %d\ntoken %s\n", len(secret), strings.Repeat("*", len(secret)))
+	stars := strings.Repeat("*", len(secret))
+	want := fmt.Sprintf("length %d\ntoken %s\nsplit %s\n", len(secret), stars, stars)
 	c.waitFor("the job's output, masked", func() bool { return c.output(j.ID, 1, "stdout") == want })
 	leases, _ := filepath.Glob(filepath.Join(c.dir, "agents", "gpu-1", "attempts", "*", "lease.json"))
 	if len(leases) != 1 {
@@ -292,4 +295,9 @@ func TestE2ESecretEnvReachesOnlyTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitState(j.ID, models.JobCancelled)
+	for what, log := range map[string]string{"server": c.server.logText(), "agent": c.agents["gpu-1"].logText()} {
+		if strings.Contains(log, secret) {
+			t.Errorf("the %s's log holds the secret value", what)
+		}
+	}
 }

@@ -16,7 +16,8 @@ import (
 // chunk must start at. Chunks are idempotent: a resent chunk, or one that overlaps
 // what is stored, keeps only its new bytes; one that starts past the stored end is
 // refused with a *LogOffsetError saying where to resume. Logs of an attempt that
-// ended are still taken, so that its output is complete.
+// ended are still taken, so that its output is complete. The job's secret values are
+// masked (appendLog).
 func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.LogChunk) (int64, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
@@ -32,6 +33,7 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	if err != nil {
 		return 0, err
 	}
+	m := newMasker(secrets)
 	for {
 		end, err := s.store.LogEnd(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
 		if err != nil {
@@ -44,10 +46,10 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 		case next <= end:
 			return end, nil
 		}
-		err = s.store.CreateLogChunk(ctx, &models.JobLogChunk{
+		err = appendLog(ctx, s.store, models.JobLogChunk{
 			JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
-			Offset: end, Data: redact(c.Data[end-c.Offset:], secrets),
-		})
+			Offset: end, Data: c.Data[end-c.Offset:],
+		}, m)
 		if errors.Is(err, store.ErrConflict) {
 			continue // another request stored a chunk at end first; look again
 		}
@@ -58,25 +60,111 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	}
 }
 
-// redact masks the job's secret values in a piece of its output with as many '*', so
-// that offsets still hold. A value split between two chunks is not caught.
-func redact(data []byte, secrets map[string]string) []byte {
-	if len(secrets) == 0 {
-		return data
+// appendLog stores c as the bytes of its stream from c.Offset on, the job's secret
+// values masked. A value split between chunks is masked too: the end of a chunk that
+// begins a value is stored masked and kept in clear as the stream's tail, and the next
+// chunk, read after it, says whether the value follows (those bytes stay masked) or
+// not (they are written back). A stream that ends in the beginning of a value keeps it
+// masked. A chunk already stored at c.Offset is ErrConflict, and changes nothing.
+func appendLog(ctx context.Context, st *store.Store, c models.JobLogChunk, m masker) error {
+	if len(m.values) == 0 {
+		return st.CreateLogChunk(ctx, &c)
 	}
-	values := make([]string, 0, len(secrets))
+	return st.InTx(ctx, func(tx *store.Store) error {
+		tail, err := tx.LogTail(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var held []byte
+		if tail != nil && tail.Offset+int64(len(tail.Data)) == c.Offset {
+			held = tail.Data
+		}
+		base := c.Offset - int64(len(held))
+		out, open := m.mask(slices.Concat(held, c.Data))
+		keep := len(out) - open
+		stored := slices.Clone(out)
+		copy(stored[keep:], bytes.Repeat([]byte("*"), open))
+		if n := min(len(held), keep); n > 0 && !bytes.Equal(stored[:n], bytes.Repeat([]byte("*"), n)) {
+			if err := tx.RewriteLog(ctx, c.JobID, c.Attempt, c.Replica, c.Stream, base, stored[:n]); err != nil {
+				return err
+			}
+		}
+		c.Data = stored[len(held):]
+		if err := tx.CreateLogChunk(ctx, &c); err != nil {
+			return err
+		}
+		if tail == nil && open == 0 {
+			return nil
+		}
+		return tx.SetLogTail(ctx, &models.JobLogTail{JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
+			Offset: base + int64(keep), Data: out[keep:]})
+	})
+}
+
+// masker masks a job's secret values in its output with as many '*', so that offsets
+// still hold.
+type masker struct {
+	values [][]byte // longest first: a value that holds another is masked whole
+	fail   [][]int  // each value's failure function (Knuth-Morris-Pratt)
+}
+
+func newMasker(secrets map[string]string) masker {
+	var m masker
 	for _, v := range secrets {
 		if v != "" {
-			values = append(values, v)
+			m.values = append(m.values, []byte(v))
 		}
 	}
-	// Longest first: a value that holds another is masked whole.
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
-	out := data
-	for _, v := range values {
-		if bytes.Contains(out, []byte(v)) {
-			out = bytes.ReplaceAll(out, []byte(v), bytes.Repeat([]byte("*"), len(v)))
+	slices.SortFunc(m.values, func(a, b []byte) int { return len(b) - len(a) })
+	for _, v := range m.values {
+		m.fail = append(m.fail, failure(v))
+	}
+	return m
+}
+
+// mask masks every value that data holds whole, and says how many bytes at its end
+// begin a value (the longest such end), which a later chunk may complete.
+func (m masker) mask(data []byte) (out []byte, open int) {
+	out = data
+	for _, v := range m.values {
+		if bytes.Contains(out, v) {
+			out = bytes.ReplaceAll(out, v, bytes.Repeat([]byte("*"), len(v)))
 		}
 	}
-	return out
+	for i, v := range m.values {
+		open = max(open, opening(out, v, m.fail[i]))
+	}
+	return out, open
+}
+
+// opening is the length of the longest proper prefix of v that text ends with, in
+// time linear in len(v).
+func opening(text, v []byte, fail []int) int {
+	text = text[max(0, len(text)-(len(v)-1)):]
+	k := 0
+	for _, b := range text {
+		for k > 0 && v[k] != b {
+			k = fail[k-1]
+		}
+		if v[k] == b {
+			k++
+		}
+	}
+	return k
+}
+
+// failure gives, for each prefix v[:i+1], the length of its longest proper prefix that
+// is also its suffix.
+func failure(v []byte) []int {
+	f := make([]int, len(v))
+	for i, k := 1, 0; i < len(v); i++ {
+		for k > 0 && v[i] != v[k] {
+			k = f[k-1]
+		}
+		if v[i] == v[k] {
+			k++
+		}
+		f[i] = k
+	}
+	return f
 }

@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -44,6 +45,80 @@ func TestSecretEnvInLeasesAndLogs(t *testing.T) {
 		}
 		if got, want := string(chunks[0].Data), "login ****** with ************** (not hunter2)\n"; got != want || strings.Contains(got, "hf_abc") {
 			t.Errorf("stored output %q, want %q", got, want)
+		}
+	})
+}
+
+// A secret value split between two chunks is masked, wherever the split falls: the
+// output is chunked so that each copy of a line is split at another position, and no
+// byte of a value is ever stored in clear, not even while the rest of it has not come.
+// What only began like a value is written back once the next chunk shows it is not one;
+// a stream that ends in the beginning of a value keeps it masked.
+func TestSecretSplitBetweenChunksIsMasked(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "1xA100-80GB")
+		j := e.submit("train", 1)
+		// The second value overlaps itself, so that a partial match must fall back.
+		secrets := map[string]string{"HF_TOKEN": "hf_split-secret-33", "DB_PASSWORD": "ababac9"}
+		if err := st.SetJobSecretEnv(e.ctx, j.ID, secrets); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Tick(e.ctx)
+		e.wantState(j.ID, models.JobScheduled)
+		l := e.leases(n).Allocations[0]
+		e.mustReport(n, l.AttemptRef, agentapi.EventStarted, nil)
+
+		line := "token hf_split-secret-33, near hf_split-secret-3! pw abababac9 abab\n"
+		masked := "token ******************, near hf_split-secret-3! pw ab******* abab\n"
+		text, want := strings.Repeat(line, len(line)), strings.Repeat(masked, len(line))
+		end := "bye hf_split"
+		text, want = text+end, want+"bye ********"
+		var cuts []int
+		for i := range len(line) {
+			cuts = append(cuts, i*len(line)+i)
+		}
+		cuts = append(cuts, len(line)*len(line), len(text))
+		stored := func() string {
+			t.Helper()
+			var b bytes.Buffer
+			for after := int64(0); ; {
+				chunks, err := st.LogChunks(e.ctx, store.LogFilter{JobID: j.ID, Attempt: 1, Stream: "stdout", AfterID: after})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(chunks) == 0 {
+					return b.String()
+				}
+				for _, c := range chunks {
+					b.Write(c.Data)
+					after = c.ID
+				}
+			}
+		}
+		for i := 1; i < len(cuts); i++ {
+			chunk := text[cuts[i-1]:cuts[i]]
+			next, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: l.AttemptRef, Stream: "stdout", Offset: int64(cuts[i-1]), Data: []byte(chunk)})
+			if err != nil || next != int64(cuts[i]) {
+				t.Fatalf("append %q at %d = %d, %v", chunk, cuts[i-1], next, err)
+			}
+			got := stored()
+			if len(got) != cuts[i] {
+				t.Fatalf("after the chunk at %d %d bytes are stored, want %d", cuts[i-1], len(got), cuts[i])
+			}
+			for k := range got {
+				if want[k] == '*' && got[k] != '*' {
+					t.Fatalf("after the chunk at %d the output shows byte %d of a secret value: %q", cuts[i-1], k, got[max(0, k-20):k+1])
+				}
+			}
+		}
+		if got := stored(); got != want {
+			for k := range want {
+				if got[k] != want[k] {
+					t.Fatalf("stored output differs from %d on: %q, want %q", k, got[k:min(len(got), k+40)], want[k:min(len(want), k+40)])
+				}
+			}
 		}
 	})
 }

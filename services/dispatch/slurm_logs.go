@@ -39,6 +39,7 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 	if err != nil {
 		return err
 	}
+	m := newMasker(secrets)
 	stdout, stderr := sp.b.Config().LogPaths(r.JobID, r.Attempt)
 	complete := true
 	for _, f := range []struct {
@@ -60,7 +61,7 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 		if len(data) == 0 {
 			continue
 		}
-		err = p.svc.store.CreateLogChunk(ctx, &models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: redact(data, secrets)})
+		err = appendLog(ctx, p.svc.store, models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: data}, m)
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("store output of Slurm job %s: %w", r.SlurmJobID, err)
 		}

@@ -248,6 +248,45 @@ func TestAllocationsLogsAndAttempts(t *testing.T) {
 		if len(out) != 1 || string(out[0].Data) != "world\n" {
 			t.Fatalf("stdout after the first chunk = %+v", out)
 		}
+		// A rewrite spans chunks, leaves the other stream and attempt alone, and leaves
+		// out what is not stored.
+		if err := s.RewriteLog(ctx, j.ID, 1, 0, "stdout", 4, []byte("ABCD")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RewriteLog(ctx, j.ID, 1, 0, "stdout", 10, []byte("XYZ")); err != nil {
+			t.Fatal(err)
+		}
+		all = nil
+		for _, a := range []int{1, 2} {
+			chunks, err := s.LogChunks(ctx, store.LogFilter{JobID: j.ID, Attempt: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range chunks {
+				all = append(all, c.Data...)
+			}
+		}
+		if string(all) != "hellABwarn\nCDrlXYother attempt\n" {
+			t.Fatalf("after the rewrites: %q", all)
+		}
+		if end, _ := s.LogEnd(ctx, j.ID, 1, 0, "stdout"); end != 12 {
+			t.Fatalf("LogEnd after the rewrites = %d, want 12", end)
+		}
+		if _, err := s.LogTail(ctx, j.ID, 1, 0, "stdout"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("tail of a stream without one: %v, want ErrNotFound", err)
+		}
+		for _, tail := range []string{"hf_", "f_", ""} {
+			if err := s.SetLogTail(ctx, &models.JobLogTail{JobID: j.ID, Attempt: 1, Stream: "stdout", Offset: 12 - int64(len(tail)), Data: []byte(tail)}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.LogTail(ctx, j.ID, 1, 0, "stdout")
+			switch {
+			case tail == "" && !errors.Is(err, store.ErrNotFound):
+				t.Fatalf("an empty tail is kept: %+v, %v", got, err)
+			case tail != "" && (err != nil || string(got.Data) != tail || got.Offset != 12-int64(len(tail))):
+				t.Fatalf("tail = %+v, %v, want %q", got, err, tail)
+			}
+		}
 	})
 }
 
