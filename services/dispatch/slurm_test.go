@@ -235,8 +235,8 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 
 // The partition's nodes appear as read-only Gantry nodes with their GPUs; a job
 // the scheduler places there runs in Slurm, and Gantry shows it running and
-// succeeded, with the Slurm job in its events, its output in the log store and
-// its allocation charged with the times Slurm accounted.
+// succeeded, with the Slurm job in its events, its output in the log store (its secret
+// value masked) and its allocation charged with the times Slurm accounted.
 func TestSlurmPoolRunsAJob(t *testing.T) {
 	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
 		s.tick()
@@ -278,8 +278,12 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 
 		j := s.submit("hello", 1, func(j *models.Job) {
 			j.GPUModel, j.Env = "A100-80GB", `{"GREETING":"hello"}`
-			j.Command = `["sh","-c","echo \"$GREETING from $GANTRY_JOB_ID attempt $GANTRY_ATTEMPT on GPU $CUDA_VISIBLE_DEVICES\"; echo warning >&2; sleep 2"]`
+			j.Command = `["sh","-c","echo \"$GREETING from $GANTRY_JOB_ID attempt $GANTRY_ATTEMPT on GPU $CUDA_VISIBLE_DEVICES\"; echo \"token $HF_TOKEN\"; echo warning >&2; sleep 2"]`
 		})
+		const secret = "hf_slurm-secret-61"
+		if err := s.st.SetJobSecretEnv(s.ctx, j.ID, map[string]string{"HF_TOKEN": secret}); err != nil {
+			t.Fatal(err)
+		}
 		s.untilState(j.ID, models.JobRunning)
 		done := s.untilState(j.ID, models.JobSucceeded)
 		if done.ExitCode == nil || *done.ExitCode != 0 || done.Attempt != 1 {
@@ -293,7 +297,7 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 		wantContains(t, "events", s.eventsOf(j.ID), "attempt 1 submitted to Slurm partition gpu as job "+id,
 			"Slurm job "+id+" run 1 started on node1", "Slurm job "+id+" run 1 ended COMPLETED after", "with exit code 0")
 		s.until("the job's output to be stored", func() bool { return len(s.slurmJobs(j.ID)) == 1 && s.slurmJobs(j.ID)[0].LogsDone })
-		if got := s.logOf(j.ID, 1, agentapi.StreamStdout); got != "hello from "+strconv.FormatInt(j.ID, 10)+" attempt 1 on GPU 0\n" {
+		if got := s.logOf(j.ID, 1, agentapi.StreamStdout); got != "hello from "+strconv.FormatInt(j.ID, 10)+" attempt 1 on GPU 0\ntoken "+strings.Repeat("*", len(secret))+"\n" {
 			t.Errorf("stdout %q", got)
 		}
 		if got := s.logOf(j.ID, 1, agentapi.StreamStderr); got != "warning\n" {
