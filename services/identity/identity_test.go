@@ -43,7 +43,7 @@ type env struct {
 	id    *identity.Service
 }
 
-func newEnv(t *testing.T, st *store.Store, opts identity.Options) *env {
+func newEnv(t testing.TB, st *store.Store, opts identity.Options) *env {
 	c := &clock{t: time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)}
 	log := audit.New(st, c.now)
 	az := authz.New(st, log)

@@ -86,3 +86,6 @@ func (s *Store) PlansOf(ctx context.Context, text string, fn func(tx *Store) err
 	})
 	return generic, custom, err
 }
+
+// ScanJSONArray is scanJSONArray, for tests of rows SQLite would not write.
+var ScanJSONArray = scanJSONArray

@@ -3,9 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -43,43 +48,186 @@ func (s *Store) APITokenSignIn(ctx context.Context, hash string, keys ...string)
 }
 
 // signIn reads the row of table whose column key is value into dest (cols, in order),
-// joined with its user, and the settings keys as scalar subqueries.
+// joined with its user, and the settings keys as scalar subqueries. It runs on every
+// signed-in request, so it skips gorm and reads through the read pool (on SQLite, not
+// behind the one writer). On SQLite the row comes back as one json_array() value: the
+// pure-Go driver compiles the statement on every run, and the compiling costs by the
+// result column; one array of the 24 values takes two thirds of the CPU of 24 columns.
 func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols []string, dest ...any) (*SignIn, error) {
 	in := &SignIn{Settings: make(map[string]string, len(keys))}
 	u := &in.User
-	var q strings.Builder
-	q.WriteString("SELECT ")
+	exprs := make([]string, 0, len(cols)+13+len(keys))
 	for _, c := range cols {
-		q.WriteString("c." + c + ", ")
+		exprs = append(exprs, "c."+c)
 	}
-	q.WriteString("u.id, u.username, u.email, u.display_name, u.issuer, u.subject, u.password_hash, u.is_admin, u.is_auditor, u.disabled, u.last_login_at, u.created_at, u.updated_at")
-	dest = append(dest, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject, &u.PasswordHash, &u.IsAdmin, &u.IsAuditor, &u.Disabled, &u.LastLoginAt, &u.CreatedAt, &u.UpdatedAt)
+	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject", "u.password_hash",
+		"u.is_admin", "u.is_auditor", "u.disabled", "u.last_login_at", "u.created_at", "u.updated_at")
+	dest = append(dest, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject, &u.PasswordHash,
+		&u.IsAdmin, &u.IsAuditor, &u.Disabled, &u.LastLoginAt, &u.CreatedAt, &u.UpdatedAt)
+	pg := s.dialect == migrations.Postgres
+	param := func(n int) string {
+		if pg {
+			return "$" + strconv.Itoa(n)
+		}
+		return "?"
+	}
 	values := make([]sql.NullString, len(keys))
 	args := make([]any, 0, len(keys)+1)
 	for i, k := range keys {
-		q.WriteString(", (SELECT value FROM settings WHERE key = ?)")
+		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+param(i+1)+")")
 		dest = append(dest, &values[i])
 		args = append(args, k)
 	}
-	fmt.Fprintf(&q, " FROM %s c JOIN users u ON u.id = c.user_id WHERE c.%s = ?", table, key)
-	rows, err := s.with(ctx).Raw(q.String(), append(args, value)...).Rows()
+	args = append(args, value)
+	list := strings.Join(exprs, ", ")
+	if !pg {
+		list = "json_array(" + list + ")"
+	}
+	q := "SELECT " + list + " FROM " + table + " c JOIN users u ON u.id = c.user_id WHERE c." + key + " = " + param(len(args))
+	rows, err := s.read(ctx).Statement.ConnPool.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, s.driverError(err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return nil, s.driverError(err)
 		}
 		return nil, ErrNotFound
 	}
-	if err := rows.Scan(dest...); err != nil {
+	if pg {
+		err = rows.Scan(dest...)
+	} else {
+		var row string
+		if err = rows.Scan(&row); err == nil {
+			err = scanJSONArray(row, dest)
+		}
+	}
+	if err != nil {
 		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.driverError(err)
 	}
 	for i, k := range keys {
 		if values[i].Valid {
 			in.Settings[k] = values[i].String
 		}
 	}
-	return in, rows.Err()
+	return in, nil
+}
+
+// scanJSONArray reads the array that SQLite's json_array() writes (no spaces; strings,
+// integers and nulls) into dest, which holds *string, *int64, *bool, *time.Time,
+// **time.Time and *sql.NullString: what signIn reads, without reflection.
+func scanJSONArray(row string, dest []any) error {
+	rest, ok := strings.CutPrefix(row, "[")
+	if !ok {
+		return fmt.Errorf("scan a json_array row: it does not start with [: %.40q", row)
+	}
+	for i, d := range dest {
+		var raw string
+		var isString bool
+		var err error
+		raw, isString, rest, err = nextJSONValue(rest)
+		if err != nil {
+			return fmt.Errorf("scan a json_array row, value %d: %w", i, err)
+		}
+		if err := assignJSONValue(d, raw, isString); err != nil {
+			return fmt.Errorf("scan a json_array row, value %d: %w", i, err)
+		}
+		sep := byte(']')
+		if i < len(dest)-1 {
+			sep = ','
+		}
+		if rest == "" || rest[0] != sep {
+			return fmt.Errorf("scan a json_array row: want %q after value %d", sep, i)
+		}
+		rest = rest[1:]
+	}
+	if rest != "" {
+		return errors.New("scan a json_array row: more values than wanted")
+	}
+	return nil
+}
+
+// nextJSONValue cuts the first value off s: a string's text (unescaped), or a literal
+// (number, null) as written.
+func nextJSONValue(s string) (value string, isString bool, rest string, err error) {
+	if !strings.HasPrefix(s, `"`) {
+		end := strings.IndexAny(s, ",]")
+		if end <= 0 {
+			return "", false, "", errors.New("missing value")
+		}
+		return s[:end], false, s[end:], nil
+	}
+	hasEscapes := false
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			hasEscapes = true
+			i++ // the escaped character, which may be a quote
+		case '"':
+			if !hasEscapes {
+				return s[1:i], true, s[i+1:], nil
+			}
+			var v string
+			if err := json.Unmarshal([]byte(s[:i+1]), &v); err != nil {
+				return "", false, "", err
+			}
+			return v, true, s[i+1:], nil
+		}
+	}
+	return "", false, "", errors.New("unterminated string")
+}
+
+// assignJSONValue stores one value of a json_array row in dest.
+func assignJSONValue(dest any, raw string, isString bool) error {
+	null := !isString && raw == "null"
+	switch d := dest.(type) {
+	case *string:
+		if !isString {
+			return fmt.Errorf("want text, got %s", raw)
+		}
+		*d = raw
+	case *sql.NullString:
+		if !null && !isString {
+			return fmt.Errorf("want text or null, got %s", raw)
+		}
+		*d = sql.NullString{String: raw, Valid: !null}
+	case *int64:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if isString || err != nil {
+			return fmt.Errorf("want an integer, got %q", raw)
+		}
+		*d = n
+	case *bool:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if isString || err != nil {
+			return fmt.Errorf("want 0 or 1, got %q", raw)
+		}
+		*d = n != 0
+	case *time.Time:
+		if !isString {
+			return fmt.Errorf("want a time, got %s", raw)
+		}
+		var t dbTime
+		if err := t.parse(raw); err != nil {
+			return err
+		}
+		*d = time.Time(t)
+	case **time.Time:
+		if null {
+			*d = nil
+			return nil
+		}
+		var t time.Time
+		if err := assignJSONValue(&t, raw, isString); err != nil {
+			return err
+		}
+		*d = &t
+	default:
+		return fmt.Errorf("cannot scan into %T", dest)
+	}
+	return nil
 }

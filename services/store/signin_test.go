@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,4 +69,132 @@ func TestSignInReadsCredentialUserAndSettingsTogether(t *testing.T) {
 			t.Errorf("unknown token: %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// Sign-in reads text exactly whatever it holds (on SQLite the row travels as a JSON
+// array), and times and nulls as they were written.
+func TestSignInReadsAnyText(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		u, _ := fixture(t, s)
+		u.DisplayName = "Ada \"the\" \\ L.\n\t☃ 𝄞 \x01 ],[null"
+		u.Email = `a"d,a]@example.com`
+		if err := s.UpdateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutSetting(ctx, "a.key", `["not", "an array"]`); err != nil {
+			t.Fatal(err)
+		}
+		sess := &models.Session{ID: "h", UserID: u.ID, CSRFToken: "c", IP: "2001:db8::1", UserAgent: `Mozilla/5.0 "x" \ ]`,
+			CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		got, in, err := s.SessionSignIn(ctx, "h", "a.key", "never.set", "a.key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.UserAgent != sess.UserAgent || got.IP != sess.IP || !got.CreatedAt.Equal(now) {
+			t.Errorf("session = %+v, want %+v", got, sess)
+		}
+		if in.User.DisplayName != u.DisplayName || in.User.Email != u.Email || in.User.LastLoginAt != nil {
+			t.Errorf("user = %q %q %v, want %q %q and no last login", in.User.DisplayName, in.User.Email, in.User.LastLoginAt, u.DisplayName, u.Email)
+		}
+		if in.Settings["a.key"] != `["not", "an array"]` || len(in.Settings) != 1 {
+			t.Errorf("settings = %v", in.Settings)
+		}
+
+		used, revoked := now.Add(-time.Hour), now.Add(-time.Minute)
+		tok := &models.APIToken{UserID: u.ID, Name: `ci "nightly"`, Prefix: "gty_abcdefgh", Hash: "th", Scope: "write", LastUsedAt: &used, RevokedAt: &revoked}
+		if err := s.CreateAPIToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		gotTok, _, err := s.APITokenSignIn(ctx, "th")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotTok.Name != tok.Name || gotTok.ExpiresAt != nil || gotTok.LastUsedAt == nil || !gotTok.LastUsedAt.Equal(used) ||
+			gotTok.RevokedAt == nil || !gotTok.RevokedAt.Equal(revoked) {
+			t.Errorf("token = %+v, want %+v", gotTok, tok)
+		}
+	})
+}
+
+// Sign-in reads what was committed a moment before, whichever connection wrote it:
+// an ended session, a disabled user, a revoked token and a new policy version hold at
+// once.
+func TestSignInSeesTheLatestWrite(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		u, _ := fixture(t, s)
+		sess := &models.Session{ID: "h", UserID: u.ID, CSRFToken: "c", CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		tok := &models.APIToken{UserID: u.ID, Name: "ci", Prefix: "gty_abcdefgh", Hash: "th", Scope: "read"}
+		if err := s.CreateAPIToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		for v := range 3 {
+			if err := s.PutSetting(ctx, "v", fmt.Sprint(v)); err != nil {
+				t.Fatal(err)
+			}
+			_, in, err := s.SessionSignIn(ctx, "h", "v")
+			if err != nil || in.Settings["v"] != fmt.Sprint(v) {
+				t.Fatalf("after setting v to %d: %v, %v", v, in, err)
+			}
+		}
+		u.Disabled = true
+		if err := s.UpdateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, in, err := s.APITokenSignIn(ctx, "th"); err != nil || !in.User.Disabled {
+			t.Errorf("after disabling the user: %+v, %v", in, err)
+		}
+		if err := s.RevokeAPIToken(ctx, tok.ID, now); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := s.APITokenSignIn(ctx, "th"); err != nil || got.RevokedAt == nil {
+			t.Errorf("after revoking the token: %+v, %v", got, err)
+		}
+		if err := s.DeleteSession(ctx, "h"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.SessionSignIn(ctx, "h"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after ending the session: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestScanJSONArray(t *testing.T) {
+	var id int64
+	var name string
+	var on bool
+	var at time.Time
+	var seen *time.Time
+	var set sql.NullString
+	dest := []any{&id, &name, &on, &at, &seen, &set}
+	if err := store.ScanJSONArray(`[7,"a \"b\" \\ \u00e9\n",1,"2026-03-02 08:00:00.5+00:00",null,"x"]`, dest); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 3, 2, 8, 0, 0, 5e8, time.UTC)
+	if id != 7 || name != "a \"b\" \\ é\n" || !on || !at.Equal(want) || seen != nil || set != (sql.NullString{String: "x", Valid: true}) {
+		t.Errorf("scanned %d %q %v %v %v %v", id, name, on, at, seen, set)
+	}
+	for _, row := range []string{
+		``, // empty
+		`7,"a",1,"2026-03-02 08:00:00",null,"x"]`,    // no [
+		`[7,"a",1,"2026-03-02 08:00:00",null]`,       // a value short
+		`[7,"a",1,"2026-03-02 08:00:00",null,"x",8]`, // a value more
+		`["7","a",1,"2026-03-02 08:00:00",null,"x"]`, // text for an integer
+		`[7,"a",1,"yesterday",null,"x"]`,             // not a time
+		`[7,"a",1,"2026-03-02 08:00:00",null,"x`,     // unterminated
+		`[7,"a",1,null,null,"x"]`,                    // null for a time
+	} {
+		if err := store.ScanJSONArray(row, dest); err == nil {
+			t.Errorf("%s: scanned, want an error", row)
+		}
+	}
 }
