@@ -28,10 +28,5 @@ func (h *Handler) JobCancel(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	v, err := h.jobDetail(c.Request.Context(), j)
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, v)
+	h.answerJob(c, j)
 }

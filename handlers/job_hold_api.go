@@ -40,10 +40,5 @@ func (h *Handler) holdOrReleaseAPI(c *gin.Context, act func(ctx context.Context,
 		h.serverError(c, err)
 		return
 	}
-	v, err := h.jobDetail(c.Request.Context(), after)
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, v)
+	h.answerJob(c, after)
 }

@@ -20,6 +20,11 @@ func (h *Handler) JobShow(c *gin.Context) {
 	if j == nil {
 		return
 	}
+	h.answerJob(c, j)
+}
+
+// answerJob answers 200 with j, its events and allocations.
+func (h *Handler) answerJob(c *gin.Context, j *models.Job) {
 	v, err := h.jobDetail(c.Request.Context(), j)
 	if err != nil {
 		h.serverError(c, err)
