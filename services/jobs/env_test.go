@@ -2,11 +2,15 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
@@ -133,4 +137,87 @@ func TestSecretEnvStorage(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Jobs submitted before migration 0019 kept secret values in jobs.env. The migration
+// after it moves those that a submission now would keep secret (SecretName: their spec
+// could not say) to the secret store, and leaves jobs submitted since alone: a name like
+// that in their env was said not to be secret.
+func TestMigrationMovesOldJobsSecrets(t *testing.T) {
+	t.Parallel()
+	version := 0
+	all, err := migrations.All()
+	must(t, err)
+	for _, m := range all {
+		if m.Name == "old_job_secret_env" {
+			version = m.Version
+		}
+	}
+	if version == 0 {
+		t.Fatal("no migration old_job_secret_env")
+	}
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := b.Config(t)
+			st := storetest.Open(t, cfg)
+			ada := &models.User{Username: "ada"}
+			must(t, st.CreateUser(ctx, ada))
+			team := &models.Team{Name: "vision"}
+			must(t, st.CreateTeam(ctx, team))
+			project := &models.Project{TeamID: team.ID, Name: "detect"}
+			must(t, st.CreateProject(ctx, project))
+			env := map[string]string{}
+			for _, name := range []string{"HF_TOKEN", "wandb_api_key", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "my_secret", "SECRETS",
+				"EPOCHS", "TOKENIZER", "KEYS_DIR", "PASSWORD_HINT", "TOKEN", "NOTE"} {
+				env[name] = "v-" + name + ` "quoted" <&>`
+			}
+			plain, secret := map[string]string{}, map[string]string{}
+			for k, v := range env {
+				if jobs.SecretName(k) {
+					secret[k] = v
+				} else {
+					plain[k] = v
+				}
+			}
+			encode := func(m map[string]string) string {
+				b, err := json.Marshal(m)
+				must(t, err)
+				return string(b)
+			}
+			rows := map[string]*models.Job{
+				"old": {Env: encode(env)}, "only-secret": {Env: `{"HF_TOKEN":"hf_only"}`}, "no-env": {},
+				"old-plain": {Env: `{"EPOCHS":"3"}`}, "recent": {Env: `{"PUBLIC_KEY":"ssh-ed25519 AAA"}`},
+			}
+			for name, j := range rows {
+				j.Name, j.ProjectID, j.UserID, j.Command, j.PriorityClass = name, project.ID, ada.ID, `["true"]`, "research"
+				must(t, st.CreateJob(ctx, j, "user:ada"))
+			}
+			storetest.Exec(t, cfg, "UPDATE jobs SET created_at = '2020-01-01 00:00:00+00:00' WHERE name <> 'recent'")
+			storetest.Exec(t, cfg, "DELETE FROM schema_migrations WHERE version = "+strconv.Itoa(version))
+			if applied, err := st.Migrate(ctx); err != nil || len(applied) != 1 || applied[0] != version {
+				t.Fatalf("migrate applied %v, %v; want %d", applied, err, version)
+			}
+			for name, want := range map[string]struct {
+				env     string
+				secrets map[string]string
+			}{
+				"old": {encode(plain), secret}, "only-secret": {"", map[string]string{"HF_TOKEN": "hf_only"}}, "no-env": {"", map[string]string{}},
+				"old-plain": {`{"EPOCHS":"3"}`, map[string]string{}}, "recent": {`{"PUBLIC_KEY":"ssh-ed25519 AAA"}`, map[string]string{}},
+			} {
+				j, err := st.JobByID(ctx, rows[name].ID)
+				must(t, err)
+				got, err := st.JobSecretEnv(ctx, j.ID)
+				must(t, err)
+				var gotEnv, wantEnv map[string]string
+				if want.env != "" {
+					must(t, json.Unmarshal([]byte(j.Env), &gotEnv))
+					must(t, json.Unmarshal([]byte(want.env), &wantEnv))
+				}
+				if (j.Env == "") != (want.env == "") || !maps.Equal(gotEnv, wantEnv) || !maps.Equal(got, want.secrets) {
+					t.Errorf("job %s: env %s and secrets %v, want env %s and secrets %v", name, j.Env, got, want.env, want.secrets)
+				}
+			}
+		})
+	}
 }
