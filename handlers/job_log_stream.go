@@ -25,6 +25,11 @@ type logEvent struct {
 	Text   string `json:"text"`
 }
 
+// followEvent is the data of the "following" event: the attempt is followed live.
+type followEvent struct {
+	Attempt int `json:"attempt"`
+}
+
 // endEvent is the data of the "end" event: the attempt followed ended.
 type endEvent struct {
 	Attempt int    `json:"attempt"`
@@ -33,11 +38,11 @@ type endEvent struct {
 }
 
 // JobLogStream streams one attempt's output as server-sent events, read from the log
-// store so that any replica can serve it: "log" events carry a chunk, with the chunk's
-// id as the event id (a reconnecting browser sends it back as Last-Event-ID and goes on
-// after it); "waiting", after which the connection closes and the browser asks again
-// shortly, while the job has not started; "end" once the attempt ended and
-// all it wrote was sent. ?attempt and ?stream pick as GET /api/v1/jobs/:id/logs does.
+// store so that any replica can serve it: "following" first when the attempt has not
+// ended; "log" events carry a chunk, with the chunk's id as the event id (a reconnecting
+// browser sends it back as Last-Event-ID and goes on after it); "waiting", after which
+// the connection closes and the browser asks again shortly, while the job has not
+// started; "end" once the attempt ended and all it wrote was sent. ?attempt and ?stream pick as GET /api/v1/jobs/:id/logs does.
 func (h *Handler) JobLogStream(c *gin.Context) {
 	j := h.jobPageParam(c)
 	if j == nil {
@@ -78,14 +83,18 @@ func (h *Handler) JobLogStream(c *gin.Context) {
 		send("waiting", "", map[string]string{"state": j.State})
 		return
 	}
+	// Whether it ended is read before the output: an agent ships all output before it
+	// reports the exit, so nothing can follow the last read.
+	ended, err := h.attemptEnded(ctx, j.ID, q.attempt)
+	if err != nil {
+		return
+	}
+	if !ended {
+		// A page that waited for the start learns it follows now, output or not.
+		send("following", "", followEvent{Attempt: q.attempt})
+	}
 	quiet := time.Now()
 	for {
-		// Whether it ended is read before the output: an agent ships all output before
-		// it reports the exit, so nothing can follow the last read.
-		ended, err := h.attemptEnded(ctx, j.ID, q.attempt)
-		if err != nil {
-			return
-		}
 		for {
 			chunks, err := h.jobs.LogChunks(ctx, j.ID, q.attempt, q.stream, q.after)
 			if err != nil || len(chunks) == 0 {
@@ -115,6 +124,9 @@ func (h *Handler) JobLogStream(c *gin.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(logFollowPoll):
+		}
+		if ended, err = h.attemptEnded(ctx, j.ID, q.attempt); err != nil {
+			return
 		}
 	}
 }

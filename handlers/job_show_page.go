@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"net/http"
 	"slices"
@@ -24,9 +25,11 @@ import (
 const pageTime = "2006-01-02 15:04:05 UTC"
 
 // JobShowPage is a job's page: its state and timeline, where it runs, why it waits,
-// what it cost so far, its live logs, and the actions the user may take. htmx asks
-// for it again every few seconds while the job has not ended and swaps in what
-// changed.
+// what it cost so far, its live logs, and the actions the user may take. An htmx
+// request is the page's live part refreshing itself: it gets that part alone, or 204
+// when the version it shows (?shown) is still what the job looks like; when the job's
+// state changed since, the answer also triggers "job-state" (its value the new state)
+// for the other parts of the page to follow.
 func (h *Handler) JobShowPage(c *gin.Context) {
 	j := h.jobPageParam(c)
 	if j == nil {
@@ -37,8 +40,38 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	p := h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs")
+	d.Version = liveVersion(p, d)
+	// The live part and the page live at one URL: caches must keep them apart.
+	c.Header("Vary", "HX-Request")
+	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
+		shown := c.Query("shown")
+		if shown == d.Version {
+			c.Status(http.StatusNoContent)
+			return
+		}
+		if state, _, _ := strings.Cut(shown, "."); state != "" && state != j.State {
+			c.Header("HX-Trigger", liveTrigger(j.State))
+		}
+		render(c, http.StatusOK, templates.JobLive(p, d))
+		return
+	}
 	d.Notice = c.Query("notice")
-	render(c, http.StatusOK, templates.JobShow(h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs"), d))
+	render(c, http.StatusOK, templates.JobShow(p, d))
+}
+
+// liveVersion names what the live part of a job's page shows: the job's state, then a
+// hash of all that the part words (the CSRF token of its forms included).
+func liveVersion(p templates.Page, d templates.JobPageData) string {
+	sum := fnv.New64a()
+	fmt.Fprintf(sum, "%q %+v %+v %+v %+v %t %t", p.CSRF, d.Job, d.Events, d.Allocations, d.Cost, d.CanWrite, d.CanSubmit)
+	return d.Job.State + "." + strconv.FormatUint(sum.Sum64(), 36)
+}
+
+// liveTrigger is the HX-Trigger header that tells a job's page its job is now in state.
+func liveTrigger(state string) string {
+	b, _ := json.Marshal(map[string]string{"job-state": state})
+	return string(b)
 }
 
 func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageData, error) {

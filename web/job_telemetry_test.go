@@ -123,7 +123,7 @@ func TestJobTelemetryPanel(t *testing.T) {
 				"L4-24GB GPU-sim-", "peak 3 GiB, mean 3 GiB, last 3 GiB",
 				"loss by step", "attempt 1: peak 4, mean", "checkpoint at step 200 (attempt 1)",
 				`data-testid="checkpoints"`, "<td class=\"num\">400</td>",
-				`hx-trigger="every 30s"`,
+				`hx-trigger="every 30s, job-state from:body"`,
 			} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the panel lacks %q", want)

@@ -55,6 +55,10 @@
       if (waiting) { waiting = false; say("Following the output live…"); }
       if (paused) { held.push(d); } else { show(d); }
     });
+    source.addEventListener("following", function (e) {
+      waiting = false;
+      say("Following the output of attempt " + JSON.parse(e.data).attempt + " live…");
+    });
     source.addEventListener("waiting", function () {
       waiting = true;
       say("Waiting for the job to start; output appears here as soon as it does.");

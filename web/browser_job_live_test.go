@@ -1,0 +1,152 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
+)
+
+// waitTrue waits until the script says true, or fails with what it waits for.
+func waitTrue(t *testing.T, ctx context.Context, script, what string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ok, err := chromedp.Run(cctx, chromedp.Evaluate[bool](script))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s (%v)", what, within, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A job's page left open follows the job from the queue to its end without a reload:
+// the state, why it waits, where it runs and the actions change with it (Cancel goes,
+// Re-run stays), the telemetry panel starts refreshing once the job runs, and a
+// keyboard user's focus stays on the action it was on while the page refreshes. On a
+// phone the actions fit the screen and stay reachable by keyboard.
+func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	// The job writes nothing until the test says, then waits again before it ends.
+	dir := t.TempDir()
+	speak, end := filepath.Join(dir, "speak"), filepath.Join(dir, "end")
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("name", "follow-me")
+	f.Set("command", "/bin/sh -c 'while [ ! -e "+speak+" ]; do sleep 0.1; done; echo first line; while [ ! -e "+end+" ]; do sleep 0.1; done; echo done'")
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	page := s.srv.URL + "/jobs/" + m[1]
+
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible("#cancel-job"),
+		chromedp.WaitVisible("[data-testid=pending]"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reload would forget this.
+	run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad = true`))
+	waitText(t, ctx, "[data-testid=state]", "queued", time.Second)
+	waitText(t, ctx, "[data-testid=allocations-empty]", "Not placed yet", time.Second)
+	panelTrigger := `(document.querySelector("[data-testid=job-telemetry]") || {getAttribute: () => null}).getAttribute("hx-trigger")`
+	waitTrue(t, ctx, panelTrigger+` === "job-state from:body"`, "the telemetry panel of a queued job loading", 5*time.Second)
+	// By keyboard: Tab from the link before the actions reaches Hold, then Cancel.
+	err = chromedp.Do(ctx,
+		chromedp.Focus(`.lead a[href="/jobs"]`),
+		chromedp.KeyEvent(kb.Tab),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := run(t, ctx, chromedp.Evaluate[string](`document.activeElement.id`)); id != "hold-job" {
+		t.Fatalf("Tab from the jobs link focuses %q; want the Hold button", id)
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
+		t.Fatal(err)
+	}
+	if id := run(t, ctx, chromedp.Evaluate[string](`document.activeElement.id`)); id != "cancel-job" {
+		t.Fatalf("the second Tab focuses %q; want the Cancel button", id)
+	}
+
+	// A node comes: the job starts while the page is open.
+	s.runCluster("2xA100-80GB")
+	waitText(t, ctx, "[data-testid=state]", "running", 30*time.Second)
+	waitText(t, ctx, "[data-testid=allocations]", "browser-node", 5*time.Second)
+	// Quiet so far, it is no longer waiting to start.
+	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 1 live", 10*time.Second)
+	if err := os.WriteFile(speak, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-output]", "first line", 30*time.Second)
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=pending]").length`)); n != 0 {
+		t.Error("a running job's page still says why it is pending")
+	}
+	if id := run(t, ctx, chromedp.Evaluate[string](`document.activeElement.id`)); id != "cancel-job" {
+		t.Errorf("after the page followed the job, focus is on %q; want it still on Cancel", id)
+	}
+	waitTrue(t, ctx, `(`+panelTrigger+` || "").startsWith("every 30s")`,
+		"the telemetry panel refreshing once the job runs", 10*time.Second)
+
+	// It ends: Cancel and Hold go, Re-run and Clone are there, all in the same page load.
+	if err := os.WriteFile(end, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
+	waitTrue(t, ctx, `!document.getElementById("cancel-job") && !document.getElementById("hold-job") && !!document.getElementById("rerun-job")`,
+		"Cancel and Hold leaving, Re-run staying", 5*time.Second)
+	waitText(t, ctx, "[data-testid=actions]", "Clone", time.Second)
+	waitText(t, ctx, "[data-testid=timeline]", "succeeded", time.Second)
+	waitText(t, ctx, "[data-testid=log-output]", "done", 10*time.Second)
+	if !run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad === true`)) {
+		t.Fatal("the page was reloaded; it should have followed the job in place")
+	}
+
+	// On a phone: nothing wider than the screen, and the actions in view and in reach of Tab.
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(page),
+		chromedp.WaitVisible("#rerun-job"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)) {
+		t.Error("the job page is wider than a phone's screen")
+	}
+	inView := `(() => { const r = document.getElementById("clone-job").getBoundingClientRect(); return r.left >= 0 && r.right <= window.innerWidth; })()`
+	if !run(t, ctx, chromedp.Evaluate[bool](inView)) {
+		t.Error("the Clone action is off a phone's screen")
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Focus(`.lead a[href="/jobs"]`),
+		chromedp.KeyEvent(kb.Tab),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := run(t, ctx, chromedp.Evaluate[string](`document.activeElement.id`)); id != "rerun-job" {
+		t.Errorf("on a phone, Tab from the jobs link focuses %q; want Re-run", id)
+	}
+}

@@ -1,0 +1,166 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// shownVersion is the version a live part says it shows, in its hx-vals.
+var shownVersion = regexp.MustCompile(`hx-vals="([^"]*)"`)
+
+// The live part of a job's page, as its refresh asks for it: the part alone, with the
+// actions the user may take in the job's state; 204 while it still shows what the job
+// looks like; a change of state announced to the rest of the page; the refresh ends
+// with the job. A viewer's part has no actions whatever version it names; an outsider
+// gets nothing.
+func TestJobPageLivePart(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		vic := s.user("vic", "default", models.RoleViewer)
+		olga, _ := s.member("olga")
+		f := jobForm(s.csrf(ada, "/jobs/new"))
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		page := "/jobs/" + m[1]
+		htmx := map[string]string{"HX-Request": "true"}
+
+		// live asks for the live part as its refresh does, showing version shown.
+		live := func(c *http.Client, shown string) (*http.Response, string, string) {
+			t.Helper()
+			path := page
+			if shown != "" {
+				path += "?shown=" + shown
+			}
+			res, body := s.send(c, "GET", path, "", htmx)
+			if res.StatusCode != http.StatusOK {
+				return res, body, ""
+			}
+			if !strings.HasPrefix(body, `<div id="job-live"`) || strings.Contains(body, "<html") || strings.Contains(body, "data-log-url") {
+				t.Fatalf("GET %s as htmx = %s; want the live part alone", path, body)
+			}
+			if res.Header.Get("Vary") != "HX-Request" {
+				t.Error("the page and its live part share a URL without Vary: HX-Request")
+			}
+			v := shownVersion.FindStringSubmatch(body)
+			if v == nil {
+				return res, body, ""
+			}
+			var vals struct{ Shown string }
+			if err := json.Unmarshal([]byte(html.UnescapeString(v[1])), &vals); err != nil || vals.Shown == "" {
+				t.Fatalf("hx-vals %q: %v", v[1], err)
+			}
+			return res, body, vals.Shown
+		}
+		has := func(who, body string, want []string, not []string) {
+			t.Helper()
+			for _, w := range want {
+				if !strings.Contains(body, w) {
+					t.Errorf("%s: the live part lacks %q", who, w)
+				}
+			}
+			for _, n := range not {
+				if strings.Contains(body, n) {
+					t.Errorf("%s: the live part has %q", who, n)
+				}
+			}
+		}
+
+		res, body, queued := live(ada, "")
+		has("queued, ada", body, []string{"◷ queued", "Why is this pending?", `id="hold-job"`, `id="cancel-job"`, `id="rerun-job"`, `id="clone-job"`, `hx-trigger="every 2s"`},
+			[]string{`id="release-job"`})
+		if !strings.HasPrefix(queued, "queued.") || res.Header.Get("HX-Trigger") != "" {
+			t.Fatalf("queued part: version %q, HX-Trigger %q", queued, res.Header.Get("HX-Trigger"))
+		}
+		if res, body := s.send(ada, "GET", page+"?shown="+queued, "", htmx); res.StatusCode != http.StatusNoContent || body != "" {
+			t.Fatalf("refresh of an unchanged part = %d %q; want 204", res.StatusCode, body)
+		}
+		// The page itself carries the same part, which refreshes with the same version.
+		if _, full := s.send(ada, "GET", page, "", nil); !strings.Contains(full, "<html") || !strings.Contains(full, html.EscapeString(`{"shown":"`+queued+`"}`)) {
+			t.Fatalf("the page does not carry version %s: %s", queued, full)
+		}
+		// A viewer's part has no actions, even named by the member's version.
+		_, body, vicQueued := live(vic, queued)
+		has("queued, viewer", body, []string{"◷ queued", "Why is this pending?", `data-testid="actions"`}, []string{"<form", "<button", ">Clone<", "csrf_token"})
+		if vicQueued == queued {
+			t.Error("a viewer's part has the member's version")
+		}
+		if res, _, _ := live(olga, queued); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("live part for an outsider = %d", res.StatusCode)
+		}
+
+		// Held, then released from elsewhere: the part follows with the actions of each state.
+		token := s.csrf(ada, page)
+		if res, _ := s.send(ada, "POST", page+"/hold", "csrf_token="+token, nil); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("hold = %d", res.StatusCode)
+		}
+		res, body, held := live(ada, queued)
+		has("held", body, []string{"⏸ held", `id="release-job"`, `id="cancel-job"`}, []string{`id="hold-job"`})
+		if res.Header.Get("HX-Trigger") != `{"job-state":"held"}` || !strings.HasPrefix(held, "held.") {
+			t.Fatalf("held part: HX-Trigger %q, version %q", res.Header.Get("HX-Trigger"), held)
+		}
+		s.send(ada, "POST", page+"/release", "csrf_token="+token, nil)
+
+		// It starts on a node: running, placed, no longer pending; Cancel stays.
+		node := s.join("gpu-a", "2xA100-80GB")
+		s.disp.Tick(ctx)
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 {
+			t.Fatalf("leases = %+v, %v", leases, err)
+		}
+		ref := leases.Allocations[0].AttemptRef
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+			t.Fatal(err)
+		}
+		res, body, running := live(ada, held)
+		has("running", body, []string{"▶ running", "gpu-a", "GPU 0 · A100-80GB", `id="cancel-job"`, `id="hold-job"`, `hx-trigger="every 2s"`},
+			[]string{"Why is this pending?", "Not placed yet"})
+		if res.Header.Get("HX-Trigger") != `{"job-state":"running"}` || !strings.HasPrefix(running, "running.") {
+			t.Fatalf("running part: HX-Trigger %q, version %q", res.Header.Get("HX-Trigger"), running)
+		}
+
+		// Its log stream, which told the page to wait while it queued, says it follows now
+		// although the job wrote nothing yet.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+page+"/logs/stream", nil)
+		stream, err := ada.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := bufio.NewReader(stream.Body).ReadString('}')
+		stream.Body.Close()
+		if err != nil || first != "event: following\ndata: {\"attempt\":1}" {
+			t.Fatalf("the stream of a quiet running job starts with %q (%v)", first, err)
+		}
+
+		// It ends: Cancel and Hold go, Re-run stays, and the part stops refreshing.
+		exit := 0
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+			t.Fatal(err)
+		}
+		res, body, _ = live(ada, running)
+		has("succeeded", body, []string{"✓ succeeded", "exit code 0", `id="rerun-job"`, `id="clone-job"`}, []string{`id="cancel-job"`, `id="hold-job"`, "hx-trigger", "hx-vals"})
+		if res.Header.Get("HX-Trigger") != `{"job-state":"succeeded"}` {
+			t.Fatalf("succeeded part: HX-Trigger %q", res.Header.Get("HX-Trigger"))
+		}
+		_, body, _ = live(vic, vicQueued)
+		has("succeeded, viewer", body, []string{"✓ succeeded"}, []string{"<form", "<button", ">Clone<"})
+	})
+}
