@@ -9,7 +9,7 @@ func invalidIf(bad bool) templ.Attributes {
 	if bad {
 		return templ.Attributes{"aria-invalid": "true"}
 	}
-	return templ.Attributes{}
+	return nil
 }
 
 // invalid marks the input of field when the form's error is about it.

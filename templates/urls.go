@@ -10,8 +10,8 @@ func queryEscape(s string) string { return url.QueryEscape(s) }
 
 // csrfHeaders is the hx-headers value that makes every htmx request carry the CSRF token.
 func csrfHeaders(token string) string {
-	b, _ := json.Marshal(map[string]string{"X-CSRF-Token": token})
-	return string(b)
+	b, _ := json.Marshal(token)
+	return `{"X-CSRF-Token":` + string(b) + `}`
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }

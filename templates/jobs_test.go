@@ -1,0 +1,96 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// benchJobsData is a first page of the jobs list as an admin sees it: 25 jobs, 20
+// projects in the filter, more pages after it.
+func benchJobsData() (Page, JobsData) {
+	p := Page{
+		Title: "Jobs", Active: "jobs", Version: "bench", User: "admin", CSRF: "csrf-token-0123456789abcdef",
+		Auditor: true, Admin: true,
+		Feedback: FeedbackContext{Page: "/jobs?state=failed", Categories: []string{"bug", "idea", "question", "capacity", "image-request"}},
+	}
+	d := JobsData{
+		Filter: JobsFilter{State: "failed", Sort: "-submitted_at"},
+		States: []string{"queued", "held", "scheduled", "running", "preempting", "succeeded", "failed", "cancelled"},
+		Sorts:  []string{"-submitted_at", "submitted_at", "name", "-name", "-gpus", "gpus"},
+		Me:     "admin", Next: "eyJzIjoiMjAyNi0xMS0zMFQxMDowMDowMFoiLCJpIjo5OTk3NX0",
+	}
+	for i := range 20 {
+		d.Projects = append(d.Projects, fmt.Sprintf("project-%02d", i))
+	}
+	for i := range 25 {
+		d.Jobs = append(d.Jobs, JobRow{
+			ID: int64(99_999 - i), Name: fmt.Sprintf("train-%06d", 99_999-i), Project: "project-07", User: "user-042",
+			State: "failed", StateReason: "exit code 1", Image: "nvcr.io/nvidia/pytorch:24.07-py3", GPUs: "4 × A100",
+			Submitted: "2026-11-30 10:00",
+		})
+	}
+	return p, d
+}
+
+// BenchmarkJobsPage draws the jobs page (layout, filters, 25 rows), what GET /jobs
+// spends on HTML; BenchmarkJobsList in web/ measures the whole request.
+func BenchmarkJobsPage(b *testing.B) {
+	p, d := benchJobsData()
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := Jobs(p, d).Render(context.Background(), &buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// What a job's name, reason, image and the rest hold is escaped in the list, and its
+// state is a badge that says the state in words, not colour alone.
+func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
+	t.Parallel()
+	_, d := benchJobsData()
+	d.Jobs = []JobRow{{ID: 7, Name: `<script>x</script>`, Project: `a&b`, User: `"u"`, State: `failed`,
+		StateReason: `<b>oom</b>`, Image: `img'1`, GPUs: "1", Submitted: "2026-11-30 10:00"}}
+	var buf bytes.Buffer
+	if err := JobResults(d).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{`<tr data-job="7">`, `<a href="/jobs/7">&lt;script&gt;x&lt;/script&gt;</a>`, `<span class="meta">#7</span>`,
+		`<span class="badge state-failed">✗ failed</span>`, `<div class="meta">&lt;b&gt;oom&lt;/b&gt;</div>`,
+		`<td>a&amp;b</td>`, `<td>&#34;u&#34;</td>`, `<td class="mono">img&#39;1</td>`, `<time>2026-11-30 10:00</time>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the row lacks %s:\n%s", want, html)
+		}
+	}
+	if strings.Contains(html, "<script>") || strings.Contains(html, "<b>") {
+		t.Errorf("the row writes markup from its data:\n%s", html)
+	}
+}
+
+// The list's links carry the filter as url.Values.Encode would write it.
+func TestJobsFilterLinks(t *testing.T) {
+	t.Parallel()
+	f := JobsFilter{State: "failed", Project: "a&b c", User: "ü", Image: "x/y:z", From: "2026-01-01", To: "2026-02-01", Sort: "name"}
+	want := url.Values{"state": {"failed"}, "project": {"a&b c"}, "user": {"ü"}, "image": {"x/y:z"}, "from": {"2026-01-01"}, "to": {"2026-02-01"}, "sort": {"-gpus"}}
+	for _, c := range []struct {
+		f            JobsFilter
+		sort, cursor string
+		want         string
+	}{
+		{f, "-gpus", "", "/jobs?" + want.Encode()},
+		{f, "", "c/1=", "/jobs?" + strings.Replace(want.Encode(), "sort=-gpus", "sort=name", 1) + "&cursor=c%2F1%3D"},
+		{JobsFilter{}, "", "", "/jobs?"},
+		{JobsFilter{Sort: "-submitted_at"}, "name", "", "/jobs?sort=name"},
+	} {
+		if got := string(c.f.link(c.sort, c.cursor)); got != c.want {
+			t.Errorf("%+v.link(%q, %q) = %s, want %s", c.f, c.sort, c.cursor, got, c.want)
+		}
+	}
+}
