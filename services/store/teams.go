@@ -96,7 +96,8 @@ func (s *Store) MembershipsOfUser(ctx context.Context, userID int64) ([]models.M
 	return out, nil
 }
 
-// ProjectNamesByID returns the names of the given projects, for lists that show them.
+// ProjectNamesByID returns the names of the given projects, for lists that show them;
+// on the read pool, as ProjectNames.
 func (s *Store) ProjectNamesByID(ctx context.Context, ids []int64) (map[int64]string, error) {
 	out := make(map[int64]string, len(ids))
 	if len(ids) == 0 {
@@ -106,7 +107,7 @@ func (s *Store) ProjectNamesByID(ctx context.Context, ids []int64) (map[int64]st
 		ID   int64
 		Name string
 	}
-	if err := s.with(ctx).Model(&models.Project{}).Select("id, name").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
+	if err := s.read(ctx).Model(&models.Project{}).Select("id, name").Where("id IN ?", ids).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("project names: %w", err)
 	}
 	for _, r := range rows {
@@ -149,10 +150,12 @@ func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Proj
 	return out, nil
 }
 
-// ProjectNames returns the names of every project, sorted.
+// ProjectNames returns the names of every project, sorted. It reads on the read pool:
+// the jobs page asks for them on every view, which on SQLite's one writer connection
+// would queue behind every other page's query and every write.
 func (s *Store) ProjectNames(ctx context.Context) ([]string, error) {
 	var out []string
-	if err := s.with(ctx).Model(&models.Project{}).Order("name").Pluck("name", &out).Error; err != nil {
+	if err := s.read(ctx).Model(&models.Project{}).Order("name").Pluck("name", &out).Error; err != nil {
 		return nil, fmt.Errorf("project names: %w", err)
 	}
 	return out, nil
