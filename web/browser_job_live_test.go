@@ -150,3 +150,44 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 		t.Errorf("on a phone, Tab from the jobs link focuses %q; want Re-run", id)
 	}
 }
+
+// A job's page left open after its session ended (here: signed out in another tab)
+// goes to the login page at its next refresh, instead of showing the login page inside
+// itself; signed in again, the user is back on the job's page.
+func TestJobPageAfterItsSessionEndsInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#cancel-job")); err != nil {
+		t.Fatal(err)
+	}
+	other, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	if err := chromedp.Do(other, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(".user-menu")); err != nil {
+		t.Fatal(err)
+	}
+	signOutBrowser(t, other)
+	waitTrue(t, ctx, `location.pathname === "/login" && new URLSearchParams(location.search).get("next") === "/jobs/`+m[1]+`"`,
+		"the job's page going to the login page, and back afterwards", 10*time.Second)
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#job-live").length`)); n != 0 {
+		t.Fatal("the login page holds the job's live part")
+	}
+	err := chromedp.Do(ctx,
+		chromedp.WaitVisible("#username"),
+		chromedp.SendKeys("#username", "admin"),
+		chromedp.SendKeys("#password", s.password),
+		chromedp.Submit("#password"),
+		chromedp.WaitVisible("#cancel-job"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=state]", "queued", time.Second)
+}

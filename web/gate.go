@@ -52,6 +52,7 @@ type refusal struct {
 	field    string // the request part at fault, for API error bodies
 	project  *int64
 	location string
+	htmx     bool // location is for htmx to open (HX-Redirect), not a redirect to follow
 }
 
 func (g *gate) check(rule Access) gin.HandlerFunc {
@@ -338,10 +339,21 @@ func bodyProject(c *gin.Context) (string, *refusal) {
 }
 
 // signInFirst answers an anonymous request: 401 for the API and for forms, a redirect to
-// the login page (and back afterwards) for a page.
+// the login page (and back afterwards) for a page. htmx would follow a redirect unseen
+// and put the login page into the page that asked (a job page refreshing itself after
+// its session ended): it is told to open the login page itself, and to come back to
+// the page it is on.
 func (g *gate) signInFirst(c *gin.Context) *refusal {
 	if isAPIPath(c) || !safeMethod(c.Request.Method) {
 		return &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "sign in first, or send an API token as Authorization: Bearer <token>"}
+	}
+	if c.GetHeader("HX-Request") == "true" {
+		next := c.Request.URL.RequestURI()
+		// Only the path and query of the page: the login page refuses any other next.
+		if u, err := url.Parse(c.GetHeader("HX-Current-URL")); err == nil && strings.HasPrefix(u.Path, "/") {
+			next = u.RequestURI()
+		}
+		return &refusal{status: http.StatusUnauthorized, location: "/login?next=" + url.QueryEscape(next), htmx: true}
 	}
 	return &refusal{status: http.StatusSeeOther, location: "/login?next=" + url.QueryEscape(c.Request.URL.RequestURI())}
 }
@@ -353,6 +365,11 @@ func (g *gate) internal(c *gin.Context, err error) *refusal {
 
 // refuse answers r and audits it; sending a browser to the login page is not a refusal.
 func (g *gate) refuse(c *gin.Context, r refusal) {
+	if r.htmx {
+		c.Header("HX-Redirect", r.location)
+		c.AbortWithStatus(r.status)
+		return
+	}
 	if r.location != "" {
 		c.Redirect(r.status, r.location)
 		c.Abort()
