@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -32,7 +30,7 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	if d.Filter.Sort == "" {
 		d.Filter.Sort = jobs.DefaultSort
 	}
-	scope, err := h.jobScope(c, user)
+	scope, names, err := h.jobScopeNamed(c, user)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -40,9 +38,12 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	// A filter change replaces the results only: the form keeps its project names.
 	fragment := c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true"
 	if !fragment {
-		if d.Projects, err = h.projectNames(c, scope); err != nil {
-			h.serverError(c, err)
-			return
+		d.Projects = names
+		if scope.All {
+			if d.Projects, err = h.store.ProjectNames(ctx); err != nil {
+				h.serverError(c, err)
+				return
+			}
 		}
 	}
 	d.NoProjects = !scope.All && len(scope.ProjectIDs) == 0
@@ -73,18 +74,6 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		return
 	}
 	render(c, status, templates.Jobs(h.page(c, "Jobs", "jobs"), d))
-}
-
-// projectNames names the projects of scope, for the project filter.
-func (h *Handler) projectNames(c *gin.Context, scope jobs.Scope) ([]string, error) {
-	if scope.All {
-		return h.store.ProjectNames(c.Request.Context())
-	}
-	byID, err := h.store.ProjectNamesByID(c.Request.Context(), scope.ProjectIDs)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Sorted(maps.Values(byID)), nil
 }
 
 // gpuLabel says what a job asks of GPUs: a count, a share of one, or a MIG slice.

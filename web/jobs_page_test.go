@@ -91,6 +91,9 @@ func TestJobsPageListsFiltersAndPages(t *testing.T) {
 		if got := rows(body); !slices.Equal(got, reversed(vision)) || strings.Contains(body, `<option value="speech-main"`) {
 			t.Errorf("ada sees %v and speech's filter: %v", got, strings.Contains(body, "speech-main"))
 		}
+		if !strings.Contains(body, `<option value="vision-main"`) {
+			t.Error("ada's project filter does not offer her project, vision-main")
+		}
 		_, body = s.send(ada, "GET", "/jobs?state=cancelled", "", nil)
 		if got := rows(body); !slices.Equal(got, []int64{vision[6], vision[3], vision[0]}) {
 			t.Errorf("ada's cancelled jobs: %v", got)
