@@ -121,51 +121,61 @@ func TestSignInReadsAnyText(t *testing.T) {
 	})
 }
 
-// Sign-in reads what was committed a moment before, whichever connection wrote it:
+// Sign-in reads what another server on the same database committed a moment before:
 // an ended session, a disabled user, a revoked token and a new policy version hold at
-// once.
+// once on every replica.
 func TestSignInSeesTheLatestWrite(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		now := time.Now().UTC()
-		u, _ := fixture(t, s)
-		sess := &models.Session{ID: "h", UserID: u.ID, CSRFToken: "c", CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := s.CreateSession(ctx, sess); err != nil {
+	for _, backend := range storetest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			cfg := backend.Config(t)
+			s := storetest.Open(t, cfg)
+			replica := storetest.Open(t, cfg)
+			signInSeesTheLatestWrite(t, s, replica)
+		})
+	}
+}
+
+// signInSeesTheLatestWrite writes through s and signs in through replica.
+func signInSeesTheLatestWrite(t *testing.T, s, replica *store.Store) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	u, _ := fixture(t, s)
+	sess := &models.Session{ID: "h", UserID: u.ID, CSRFToken: "c", CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	tok := &models.APIToken{UserID: u.ID, Name: "ci", Prefix: "gty_abcdefgh", Hash: "th", Scope: "read"}
+	if err := s.CreateAPIToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	for v := range 3 {
+		if err := s.PutSetting(ctx, "v", fmt.Sprint(v)); err != nil {
 			t.Fatal(err)
 		}
-		tok := &models.APIToken{UserID: u.ID, Name: "ci", Prefix: "gty_abcdefgh", Hash: "th", Scope: "read"}
-		if err := s.CreateAPIToken(ctx, tok); err != nil {
-			t.Fatal(err)
+		_, in, err := replica.SessionSignIn(ctx, "h", "v")
+		if err != nil || in.Settings["v"] != fmt.Sprint(v) {
+			t.Fatalf("after setting v to %d: %v, %v", v, in, err)
 		}
-		for v := range 3 {
-			if err := s.PutSetting(ctx, "v", fmt.Sprint(v)); err != nil {
-				t.Fatal(err)
-			}
-			_, in, err := s.SessionSignIn(ctx, "h", "v")
-			if err != nil || in.Settings["v"] != fmt.Sprint(v) {
-				t.Fatalf("after setting v to %d: %v, %v", v, in, err)
-			}
-		}
-		u.Disabled = true
-		if err := s.UpdateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		if _, in, err := s.APITokenSignIn(ctx, "th"); err != nil || !in.User.Disabled {
-			t.Errorf("after disabling the user: %+v, %v", in, err)
-		}
-		if err := s.RevokeAPIToken(ctx, tok.ID, now); err != nil {
-			t.Fatal(err)
-		}
-		if got, _, err := s.APITokenSignIn(ctx, "th"); err != nil || got.RevokedAt == nil {
-			t.Errorf("after revoking the token: %+v, %v", got, err)
-		}
-		if err := s.DeleteSession(ctx, "h"); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := s.SessionSignIn(ctx, "h"); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("after ending the session: %v, want ErrNotFound", err)
-		}
-	})
+	}
+	u.Disabled = true
+	if err := s.UpdateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, in, err := replica.APITokenSignIn(ctx, "th"); err != nil || !in.User.Disabled {
+		t.Errorf("after disabling the user: %+v, %v", in, err)
+	}
+	if err := s.RevokeAPIToken(ctx, tok.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := replica.APITokenSignIn(ctx, "th"); err != nil || got.RevokedAt == nil {
+		t.Errorf("after revoking the token: %+v, %v", got, err)
+	}
+	if err := s.DeleteSession(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := replica.SessionSignIn(ctx, "h"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after ending the session: %v, want ErrNotFound", err)
+	}
 }
 
 func TestScanJSONArray(t *testing.T) {
