@@ -125,8 +125,11 @@ type Node struct {
 	AgentVersion    string
 	CredentialHash  string `json:"-"`
 	LastHeartbeatAt *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// RemovedAt is when an admin removed the node (or its pool deleted its machine): out
+	// of service for good, hidden from node lists unless asked for, until it joins again.
+	RemovedAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // RuntimeSlurm is the runtime of a node that a Slurm pool's inventory shows: Slurm

@@ -32,8 +32,9 @@ func specField(f string) string {
 }
 
 // CheckFit refuses a job that could never run: one that no node Gantry knows (in any
-// state: cordoned, draining, lost and down nodes may serve again; spot nodes only for
-// jobs that allow spot) nor any of more (the nodes pools can still add) could hold.
+// state: cordoned, draining, lost and down nodes may serve again, removed ones not
+// unless they join again; spot nodes only for jobs that allow spot) nor any of more
+// (the nodes pools can still add) could hold.
 // Only nodes whose runtime starts the job count: a container image needs docker or
 // podman, a plain command the process runtime. The *models.FieldError names the job
 // spec's field (image, when no node runs the job's kind) and the largest offer. With

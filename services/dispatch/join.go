@@ -79,8 +79,9 @@ func RevokeNodeCredential(ctx context.Context, st *store.Store, log *audit.Log, 
 }
 
 // Join registers the node of req, or registers it again under a new credential
-// (an agent whose data dir was lost), and returns the credential. An old
-// registration's allocations end as lost: its agent is gone or replaced.
+// (an agent whose data dir was lost, or a removed node back in service), and returns
+// the credential. An old registration's allocations end as lost: its agent is gone or
+// replaced.
 func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.JoinResponse, error) {
 	if err := req.Validate(); err != nil {
 		return agentapi.JoinResponse{}, err
@@ -91,6 +92,7 @@ func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.
 	var node *models.Node
 	var touched []int64
 	action := "node.joined"
+	detail := map[string]any{"gpus": len(req.Inventory.Devices), "simulated": req.Inventory.Simulated, "runtime": req.Runtime}
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		tok, err := tx.JoinTokenByHash(ctx, hashSecret(req.JoinToken))
 		switch {
@@ -125,6 +127,10 @@ func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.
 			if node.State == models.NodeLost || node.State == models.NodeDown {
 				node.State, node.StateReason = models.NodeReady, "joined again"
 			}
+			if node.RemovedAt != nil {
+				detail["removed_at"] = node.RemovedAt.UTC()
+				node.RemovedAt = nil
+			}
 		}
 		applyRegistration(node, req, now)
 		node.CredentialHash = hashSecret(credential)
@@ -138,9 +144,8 @@ func (s *Service) Join(ctx context.Context, req agentapi.JoinRequest) (agentapi.
 		if err := tx.ReplaceNodeDevices(ctx, node.ID, devs); err != nil {
 			return err
 		}
-		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "node", ObjectID: node.Name, Detail: map[string]any{
-			"join_token": tok.Name, "gpus": len(req.Inventory.Devices), "simulated": req.Inventory.Simulated, "runtime": req.Runtime,
-		}})
+		detail["join_token"] = tok.Name
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "node", ObjectID: node.Name, Detail: detail})
 	})
 	if errors.Is(err, ErrUnauthorized) {
 		s.auditRefusal(ctx, "node.join_refused", req.Name, err)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
@@ -112,10 +113,12 @@ func (s *Service) SetNodePool(ctx context.Context, name, pool string) (*models.N
 }
 
 // RemoveNode takes node name out of service for good, audited: it goes down (refused
-// while anything runs there: drain it first) and its agent's credential is forgotten,
-// so the machine comes back only by joining again with a new join token. Its history
-// (allocations, costs, telemetry) stays.
+// while anything runs there: drain it first), its agent's credential is forgotten, so
+// the machine comes back only by joining again with a new join token, and it is marked
+// removed, so node lists leave it out unless asked. Its history (allocations, costs,
+// telemetry) stays.
 func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.Node, error) {
+	now := s.now().UTC()
 	var node *models.Node
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
@@ -123,6 +126,9 @@ func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.
 			return err
 		}
 		if err := notSlurm(node, "node"); err != nil {
+			return err
+		}
+		if err := notRemoved(node, "node"); err != nil {
 			return err
 		}
 		active, err := tx.ActiveAllocations(ctx, node.ID)
@@ -134,6 +140,7 @@ func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.
 		}
 		from := node.State
 		node.State, node.StateReason, node.DrainDeadline, node.CredentialHash = models.NodeDown, reason, nil, ""
+		node.RemovedAt = &now
 		if err := tx.SaveNode(ctx, node); err != nil {
 			return err
 		}
@@ -151,6 +158,17 @@ func (s *Service) RemoveNode(ctx context.Context, name, reason string) (*models.
 func notSlurm(node *models.Node, field string) error {
 	if node.Runtime == models.RuntimeSlurm {
 		return models.Invalid(field, "node %s is a Slurm node: Slurm owns it (scontrol update nodename=…), and Gantry shows it as Slurm reports it", node.Name)
+	}
+	return nil
+}
+
+// notRemoved refuses to put a removed node back into service or remove it again: its
+// credential is gone, so only its agent joining again with a new join token brings it
+// back.
+func notRemoved(node *models.Node, field string) error {
+	if node.RemovedAt != nil {
+		return models.Invalid(field, "node %s was removed on %s UTC: it comes back only when its agent joins again with a new join token",
+			node.Name, node.RemovedAt.UTC().Format(time.DateTime))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
@@ -76,6 +77,70 @@ func TestNodeAdministration(t *testing.T) {
 			if !strings.Contains(acts, a) {
 				t.Errorf("audit lacks %s: %s", a, acts)
 			}
+		}
+	})
+}
+
+// A removed node is out of service for good: it cannot be returned to service or
+// removed again, the scheduler and the submission check leave it out, and only its
+// agent joining again with a new join token brings it back, unmarked.
+func TestRemovedNodeComesBackOnlyByJoiningAgain(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		e.join("small", "1xL4-24GB")
+		big := e.join("big", "4xL4-24GB")
+		removedAt := e.clock.now()
+		if _, err := e.svc.RemoveNode(e.ctx, "big", "decommissioned"); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := st.NodeByName(e.ctx, "big")
+		if n.RemovedAt == nil || !n.RemovedAt.Equal(removedAt) || n.State != models.NodeDown {
+			t.Fatalf("the removed node is %s, removed at %v; want down, removed at %s", n.State, n.RemovedAt, removedAt)
+		}
+		e.clock.advance(time.Hour)
+		if _, err := e.svc.RemoveNode(e.ctx, "big", "again"); fieldOf(err) != "node" || !strings.Contains(err.Error(), "was removed on "+removedAt.Format(time.DateTime)) {
+			t.Errorf("removing it again: %v", err)
+		}
+		if _, err := e.svc.SetNodeState(e.ctx, "big", models.NodeReady, "back", time.Time{}); fieldOf(err) != "state" || !strings.Contains(err.Error(), "joins again with a new join token") {
+			t.Errorf("returning a removed node to service: %v", err)
+		}
+		if n, _ := st.NodeByName(e.ctx, "big"); n.State != models.NodeDown || n.StateReason != "decommissioned" || !n.RemovedAt.Equal(removedAt) {
+			t.Errorf("refused changes left it %s (%s), removed at %v", n.State, n.StateReason, n.RemovedAt)
+		}
+		four := models.Job{Name: "wide", GPUs: 4, CPUMilli: 1000, MemoryMiB: 1024, PriorityClass: "research", Replicas: 1}
+		if err := e.svc.CheckFit(e.ctx, four, nil); fieldOf(err) != "resources.gpus" {
+			t.Errorf("a job only the removed node could hold: %v, want refused on resources.gpus", err)
+		}
+		job := e.submit("wide", 4)
+		e.svc.Tick(e.ctx)
+		e.wantState(job.ID, models.JobQueued)
+
+		again := e.join("big", "4xL4-24GB")
+		if again.Node.ID != big.Node.ID {
+			t.Fatalf("joining again made node %d, want the old record %d", again.Node.ID, big.Node.ID)
+		}
+		n, _ = st.NodeByName(e.ctx, "big")
+		if n.RemovedAt != nil || n.State != models.NodeReady {
+			t.Fatalf("after joining again the node is %s, removed at %v; want ready and not removed", n.State, n.RemovedAt)
+		}
+		if err := e.svc.CheckFit(e.ctx, four, nil); err != nil {
+			t.Errorf("after it joined again: %v, want the job to fit", err)
+		}
+		e.svc.Tick(e.ctx)
+		e.wantState(job.ID, models.JobScheduled)
+		evs, err := st.AuditEventsAfter(e.ctx, store.AuditFilter{}, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rejoined string
+		for _, ev := range evs {
+			if ev.Action == "node.rejoined" && ev.ObjectID == "big" {
+				rejoined = ev.Detail
+			}
+		}
+		if !strings.Contains(rejoined, `"removed_at"`) {
+			t.Errorf("the join again is audited as node.rejoined %q, want it to say when the node was removed", rejoined)
 		}
 	})
 }

@@ -197,6 +197,9 @@ func (s *Service) SetNodeState(ctx context.Context, name, state, reason string, 
 		if err := notSlurm(node, "state"); err != nil {
 			return err
 		}
+		if err := notRemoved(node, "state"); err != nil {
+			return err
+		}
 		if state == models.NodeDown {
 			active, err := tx.ActiveAllocations(ctx, node.ID)
 			if err != nil {

@@ -36,13 +36,32 @@ func (s *Store) NodeByName(ctx context.Context, name string) (*models.Node, erro
 	return &n, nil
 }
 
-// Nodes returns every node ordered by name.
+// Nodes returns the nodes that were not removed, ordered by name: those that serve, or
+// may serve again.
 func (s *Store) Nodes(ctx context.Context) ([]models.Node, error) {
 	var out []models.Node
-	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.with(ctx).Where("removed_at IS NULL").Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	return out, nil
+}
+
+// NodesWithRemoved returns every node, removed ones too, ordered by name.
+func (s *Store) NodesWithRemoved(ctx context.Context) ([]models.Node, error) {
+	var out []models.Node
+	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list nodes with the removed ones: %w", err)
+	}
+	return out, nil
+}
+
+// CountRemovedNodes returns how many nodes were removed.
+func (s *Store) CountRemovedNodes(ctx context.Context) (int, error) {
+	var n int64
+	if err := s.with(ctx).Model(&models.Node{}).Where("removed_at IS NOT NULL").Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count removed nodes: %w", err)
+	}
+	return int(n), nil
 }
 
 // DevicesOfNode returns a node's GPUs ordered by index.
@@ -54,10 +73,10 @@ func (s *Store) DevicesOfNode(ctx context.Context, nodeID int64) ([]models.GPUDe
 	return out, nil
 }
 
-// CountNodes returns how many nodes are registered.
+// CountNodes returns how many nodes are registered and not removed.
 func (s *Store) CountNodes(ctx context.Context) (int, error) {
 	var n int64
-	if err := s.with(ctx).Model(&models.Node{}).Count(&n).Error; err != nil {
+	if err := s.with(ctx).Model(&models.Node{}).Where("removed_at IS NULL").Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("count nodes: %w", err)
 	}
 	return int(n), nil

@@ -1,0 +1,75 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// A removed node keeps its row, with when it was removed, but node lists and counts
+// leave it out unless asked for it; clearing the mark brings it back.
+func TestRemovedNodesAreListedOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, name := range []string{"b-gone", "a-live", "c-down"} {
+			if err := s.CreateNode(ctx, &models.Node{Name: name, State: models.NodeReady}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		down, _ := s.NodeByName(ctx, "c-down")
+		down.State = models.NodeDown
+		if err := s.SaveNode(ctx, down); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
+		gone, _ := s.NodeByName(ctx, "b-gone")
+		gone.State, gone.RemovedAt = models.NodeDown, &at
+		if err := s.SaveNode(ctx, gone); err != nil {
+			t.Fatal(err)
+		}
+
+		names := func(ns []models.Node, err error) []string {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]string, len(ns))
+			for i, n := range ns {
+				out[i] = n.Name
+			}
+			return out
+		}
+		if got := names(s.Nodes(ctx)); len(got) != 2 || got[0] != "a-live" || got[1] != "c-down" {
+			t.Errorf("Nodes = %v, want a-live and c-down, not the removed b-gone", got)
+		}
+		if got := names(s.NodesWithRemoved(ctx)); len(got) != 3 || got[1] != "b-gone" {
+			t.Errorf("NodesWithRemoved = %v, want all three by name", got)
+		}
+		if n, err := s.CountNodes(ctx); n != 2 || err != nil {
+			t.Errorf("CountNodes = %d, %v; want 2", n, err)
+		}
+		if n, err := s.CountRemovedNodes(ctx); n != 1 || err != nil {
+			t.Errorf("CountRemovedNodes = %d, %v; want 1", n, err)
+		}
+		got, err := s.NodeByName(ctx, "b-gone")
+		if err != nil || got.RemovedAt == nil || !got.RemovedAt.Equal(at) {
+			t.Fatalf("the removed node reads back removed at %v, %v; want %s", got.RemovedAt, err, at)
+		}
+
+		got.RemovedAt = nil
+		if err := s.SaveNode(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.CountRemovedNodes(ctx); n != 0 || err != nil {
+			t.Errorf("after clearing the mark CountRemovedNodes = %d, %v; want 0", n, err)
+		}
+		if got := names(s.Nodes(ctx)); len(got) != 3 {
+			t.Errorf("after clearing the mark Nodes = %v, want all three", got)
+		}
+	})
+}
