@@ -237,14 +237,19 @@ func (s *Service) forget(ctx context.Context, p models.NodePool, in models.PoolI
 	return s.Record(ctx, p, kind, 1, fmt.Sprintf("node %s: %s", in.Name, reason), map[string]any{"node": in.Name})
 }
 
-// retireNodeRecord takes a deleted machine's node out of service for good: down, and
-// its credential forgotten so that nothing can speak for it again.
+// retireNodeRecord takes a deleted machine's node out of service for good: removed,
+// so it is down, its credential forgotten so that nothing can speak for it again, and
+// node lists leave it out. Should dispatch refuse (work still runs there), the
+// credential is forgotten all the same.
 func (s *Service) retireNodeRecord(ctx context.Context, n *models.Node, reason string) {
-	if n.State != models.NodeDown && n.State != models.NodeLost {
-		if _, err := s.fleet.SetNodeState(ctx, n.Name, models.NodeDown, reason, time.Time{}); err != nil {
-			s.log.Warn("cannot mark a deleted machine's node down", "node", n.Name, "err", err)
-		}
+	if n.RemovedAt != nil {
+		return
 	}
+	_, err := s.fleet.RemoveNode(ctx, n.Name, reason)
+	if err == nil {
+		return
+	}
+	s.log.Warn("cannot mark a deleted machine's node removed", "node", n.Name, "err", err)
 	if err := dispatch.RevokeNodeCredential(ctx, s.store, s.audit, n.Name); err != nil {
 		s.log.Error("cannot revoke a deleted machine's node credential", "node", n.Name, "err", err)
 	}

@@ -107,7 +107,7 @@ func TestReconcileKeepsProviderAndGantryInStep(t *testing.T) {
 			t.Fatalf("retire pass %+v, %v", rep, err)
 		}
 		n, _ = st.NodeByName(e.ctx, joined.Name)
-		if n.State != models.NodeDown || n.CredentialHash != "" || len(e.machines()) != 0 {
+		if n.State != models.NodeDown || n.CredentialHash != "" || n.RemovedAt == nil || len(e.machines()) != 0 {
 			t.Fatalf("deleted node %+v; cloud %v", n, e.machines())
 		}
 		want := []string{models.PoolScaleUp, models.PoolReconcile, models.PoolFailed, models.PoolScaleDown, models.PoolDeleted}

@@ -14,10 +14,11 @@ import (
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// Fleet is what the pools service asks of dispatch: node states and spot reclaim.
+// Fleet is what the pools service asks of dispatch: node states, removal and spot reclaim.
 type Fleet interface {
 	SetNodeState(ctx context.Context, name, state, reason string, deadline time.Time) (*models.Node, error)
 	Reclaim(ctx context.Context, name string, deadline time.Time, reason string) error
+	RemoveNode(ctx context.Context, name, reason string) (*models.Node, error)
 }
 
 // Config holds the timings of provisioning.
