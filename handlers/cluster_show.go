@@ -20,11 +20,16 @@ const readingsWindow = 2 * time.Minute
 // ClusterShow is the cluster page for anyone signed in: nodes by pool with their GPUs
 // (model, health, what holds them, the latest utilisation), capacity in use and free,
 // the queue by priority class and team, and each team's quota use. htmx refreshes the
-// node part every few seconds.
+// node part every few seconds. Removed nodes are left out unless ?removed=1, and never
+// count as capacity or as nodes.
 func (h *Handler) ClusterShow(c *gin.Context) {
 	ctx := c.Request.Context()
 	now := time.Now().UTC()
-	nodes, devs, err := h.fleet(ctx)
+	show, ok := h.removedOnPage(c)
+	if !ok {
+		return
+	}
+	nodes, devs, removed, err := h.fleet(ctx, show)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -53,7 +58,7 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	d := templates.ClusterData{}
+	d := templates.ClusterData{Removed: removed, ShowRemoved: show}
 	latest := map[string]models.TelemetrySample{}
 	var newest time.Time
 	for _, r := range readings {
@@ -133,12 +138,13 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 		}
 		cn := templates.ClusterNode{Name: n.Name, State: n.State, Reason: n.StateReason, Runtime: n.Runtime, Driver: n.DriverVersion,
 			Simulated: n.Simulated, CPU: decimal(float64(n.CPUMilli) / 1000), RAM: mibText(n.MemoryMiB) + " RAM", GPUs: gpusOfNode[n.ID],
-			SameAs: sameSlurmNode(n.ID, nodes, shared)}
+			SameAs: sameSlurmNode(n.ID, nodes, shared), Removed: removedDate(n)}
 		if n.LastHeartbeatAt != nil {
 			cn.Heartbeat = ago(now, *n.LastHeartbeatAt)
 		}
 		d.Simulated = d.Simulated || (n.Simulated && len(cn.GPUs) > 0)
 		switch first, ok := shared[n.ID]; {
+		case n.RemovedAt != nil: // out of service for good: neither ready nor waiting for attention
 		case ok && first != n.ID: // counted as its Slurm node's first Gantry node
 		case n.State == models.NodeReady:
 			d.NodesReady++

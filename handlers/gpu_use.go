@@ -53,18 +53,19 @@ func migSlicesOf(profile string) int {
 	return n
 }
 
-// fleet reads every node with its GPUs.
-func (h *Handler) fleet(ctx context.Context) ([]models.Node, []models.GPUDevice, error) {
-	nodes, err := h.store.Nodes(ctx)
+// fleet reads the nodes a list shows (listedNodes) with their GPUs, and how many
+// nodes were removed.
+func (h *Handler) fleet(ctx context.Context, withRemoved bool) ([]models.Node, []models.GPUDevice, int, error) {
+	nodes, removed, err := h.listedNodes(ctx, withRemoved)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID
 	}
 	devs, err := h.store.DevicesOfNodes(ctx, ids)
-	return nodes, devs, err
+	return nodes, devs, removed, err
 }
 
 // gpusOf writes milli-GPU as GPUs: 2250 → "2.25".

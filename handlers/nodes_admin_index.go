@@ -18,10 +18,14 @@ import (
 )
 
 // NodesAdminIndex lists the nodes with their GPUs, MIG layout, driver, health and labels,
-// and for admins the state actions.
+// and for admins the state actions. Removed nodes are left out unless ?removed=1.
 func (h *Handler) NodesAdminIndex(c *gin.Context) {
 	ctx := c.Request.Context()
-	nodes, err := h.store.Nodes(ctx)
+	show, ok := h.removedOnPage(c)
+	if !ok {
+		return
+	}
+	nodes, removed, err := h.listedNodes(ctx, show)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -31,7 +35,7 @@ func (h *Handler) NodesAdminIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	d := templates.NodesAdminData{Notice: c.Query("notice"), CanAdmin: canAdmin(c)}
+	d := templates.NodesAdminData{Notice: c.Query("notice"), CanAdmin: canAdmin(c), Removed: removed, ShowRemoved: show}
 	for _, n := range nodes {
 		d.Nodes = append(d.Nodes, fleet.row(n))
 	}
@@ -93,7 +97,10 @@ func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node) (*nodeFlee
 // row describes a node for the console.
 func (f *nodeFleet) row(n models.Node) templates.NodeAdminRow {
 	r := templates.NodeAdminRow{Name: n.Name, State: n.State, StateReason: n.StateReason, Driver: n.DriverVersion,
-		Simulated: n.Simulated, Confidential: n.Confidential, Running: f.running[n.ID], Healthy: true}
+		Simulated: n.Simulated, Confidential: n.Confidential, Running: f.running[n.ID], Healthy: true, Removed: removedDate(n)}
+	if n.RemovedAt != nil {
+		r.RemovedAt = n.RemovedAt.UTC().Format(time.DateTime)
+	}
 	if n.CUDAVersion != "" {
 		r.Driver += " (CUDA " + n.CUDAVersion + ")"
 	}

@@ -21,6 +21,7 @@ type nodeJSON struct {
 	MemoryMiB       int64      `json:"memory_mib"`
 	ScratchMiB      int64      `json:"scratch_mib"`
 	LastHeartbeatAt *time.Time `json:"last_heartbeat_at"`
+	RemovedAt       *time.Time `json:"removed_at,omitempty"`
 	GPUs            []gpuJSON  `json:"gpus"`
 }
 
@@ -33,10 +34,15 @@ type gpuJSON struct {
 	Healthy    bool   `json:"healthy"`
 }
 
-// NodesIndex lists the nodes with their GPUs; simulated ones say so.
+// NodesIndex lists the nodes with their GPUs; simulated ones say so. Removed nodes are
+// left out unless ?include_removed=true; "removed" counts them either way.
 func (h *Handler) NodesIndex(c *gin.Context) {
 	ctx := c.Request.Context()
-	nodes, err := h.store.Nodes(ctx)
+	include, ok := removedInAPI(c)
+	if !ok {
+		return
+	}
+	nodes, removed, err := h.listedNodes(ctx, include)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -59,11 +65,11 @@ func (h *Handler) NodesIndex(c *gin.Context) {
 		out[i] = nodeJSON{
 			Name: n.Name, State: n.State, StateReason: n.StateReason, DrainDeadline: n.DrainDeadline, Simulated: n.Simulated,
 			Runtime: n.Runtime, AgentVersion: n.AgentVersion, DriverVersion: n.DriverVersion, CUDAVersion: n.CUDAVersion,
-			CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB, LastHeartbeatAt: n.LastHeartbeatAt, GPUs: gpus[n.ID],
+			CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, ScratchMiB: n.ScratchMiB, LastHeartbeatAt: n.LastHeartbeatAt, RemovedAt: n.RemovedAt, GPUs: gpus[n.ID],
 		}
 		if out[i].GPUs == nil {
 			out[i].GPUs = []gpuJSON{}
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"nodes": out})
+	c.JSON(http.StatusOK, gin.H{"nodes": out, "removed": removed})
 }

@@ -461,9 +461,34 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	notice := run(t, ctx, chromedp.Text(".notice"))
-	state := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`))
+	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-node="gpu-1"]').length`))
 	n, err := st.NodeByName(t.Context(), "gpu-1")
-	if notice != "Removed node gpu-1: its agent is refused from now on." || state != models.NodeDown || err != nil || n.CredentialHash != "" {
-		t.Fatalf("after removing: notice %q, state %q, stored %+v, %v; want it down with its credential revoked", notice, state, n, err)
+	if notice != "Removed node gpu-1: its agent is refused from now on." || rows != 0 || err != nil || n.State != models.NodeDown || n.CredentialHash != "" || n.RemovedAt == nil {
+		t.Fatalf("after removing: notice %q, %d rows of gpu-1, stored %+v, %v; want it hidden, down and removed with its credential revoked", notice, rows, n, err)
+	}
+	// The toggle shows it, labelled with the day it was removed, and hides it again.
+	if toggle := run(t, ctx, chromedp.Text("[data-testid=removed-toggle]")); toggle != "Show removed (1)" {
+		t.Fatalf("the toggle reads %q", toggle)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click("[data-testid=removed-toggle]"),
+		chromedp.WaitVisible(`[data-node="gpu-1"]`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "removed " + n.RemovedAt.UTC().Format(time.DateOnly)
+	if state := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`)); state != want {
+		t.Fatalf("shown, the removed node reads %q, want %q", state, want)
+	}
+	if toggle := run(t, ctx, chromedp.Text("[data-testid=removed-toggle]")); toggle != "Hide removed (1)" {
+		t.Fatalf("the toggle reads %q once the removed nodes show", toggle)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`),
+		chromedp.WaitVisible("[data-testid=removed]"),
+	)
+	if err != nil {
+		t.Fatalf("the removed node's page: %v", err)
 	}
 }

@@ -7,12 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // cliUser is a person at a terminal: their own home and config directory.
@@ -178,6 +182,23 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	}
 	if err := json.Unmarshal([]byte(u.ok("nodes", "ls", "-o", "json")), &nodes); err != nil || len(nodes.Nodes) != 1 || !nodes.Nodes[0].Simulated {
 		t.Fatalf("nodes ls -o json: %+v %v", nodes, err)
+	}
+	// A removed node is listed only with --removed, labelled with the day it was removed.
+	st, err := store.Open(t.Context(), store.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removedAt := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	err = st.CreateNode(t.Context(), &models.Node{Name: "old-box", State: models.NodeDown, Runtime: "process", RemovedAt: &removedAt}, nil)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := u.run("", "nodes", "ls"); code != 0 || strings.Contains(out, "old-box") || !strings.Contains(stderr, "Not shown: 1 removed node; gantry nodes ls --removed lists them.") {
+		t.Fatalf("nodes ls with a removed node: exit %d %q %q", code, out, stderr)
+	}
+	if out := u.ok("nodes", "ls", "--removed"); !regexp.MustCompile(`old-box +removed 2026-11-02 `).MatchString(out) || !strings.Contains(out, "-local") {
+		t.Fatalf("nodes ls --removed: %q", out)
 	}
 
 	// A template saved through the API starts a job; the flags override it.

@@ -66,10 +66,11 @@ func newImagesCmd() *cobra.Command {
 func newNodesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes", Short: "The nodes of a Gantry server (after gantry login)"}
 	var o clientOpts
+	var removed bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Args:  noArgs,
-		Short: "List the nodes with their GPUs",
+		Short: "List the nodes with their GPUs (removed nodes only with --removed)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -83,13 +84,19 @@ func newNodesCmd() *cobra.Command {
 					Runtime         string     `json:"runtime"`
 					DriverVersion   string     `json:"driver_version"`
 					LastHeartbeatAt *time.Time `json:"last_heartbeat_at"`
+					RemovedAt       *time.Time `json:"removed_at"`
 					GPUs            []struct {
 						Model   string `json:"model"`
 						Healthy bool   `json:"healthy"`
 					} `json:"gpus"`
 				} `json:"nodes"`
+				Removed int `json:"removed"`
 			}
-			raw, err := c.getJSON(cmd.Context(), "/api/v1/nodes", nil, &out)
+			q := url.Values{}
+			if removed {
+				q.Set("include_removed", "true")
+			}
+			raw, err := c.getJSON(cmd.Context(), "/api/v1/nodes", q, &out)
 			if err != nil {
 				return fmt.Errorf("list nodes: %w", err)
 			}
@@ -122,12 +129,27 @@ func newNodesCmd() *cobra.Command {
 				if unhealthy > 0 {
 					desc += fmt.Sprintf(" (%d unhealthy)", unhealthy)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, desc, dashIfEmpty(n.DriverVersion), n.Runtime, utc(n.LastHeartbeatAt))
+				state := n.State
+				if n.RemovedAt != nil {
+					state = "removed " + n.RemovedAt.UTC().Format(time.DateOnly)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state, desc, dashIfEmpty(n.DriverVersion), n.Runtime, utc(n.LastHeartbeatAt))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if !removed && out.Removed > 0 {
+				noun := "nodes"
+				if out.Removed == 1 {
+					noun = "node"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Not shown: %d removed %s; gantry nodes ls --removed lists them.\n", out.Removed, noun)
+			}
+			return nil
 		},
 	}
 	o.addFlags(ls, true)
+	ls.Flags().BoolVar(&removed, "removed", false, "list the removed nodes too (out of service for good, kept for their history)")
 	cmd.AddCommand(ls)
 	return cmd
 }
