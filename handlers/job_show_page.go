@@ -51,6 +51,7 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 			return
 		}
 		if state, _, _ := strings.Cut(shown, "."); state != "" && state != j.State {
+			d.StateChanged = true
 			c.Header("HX-Trigger", liveTrigger(j.State))
 		}
 		render(c, http.StatusOK, templates.JobLive(p, d))

@@ -36,8 +36,9 @@ func waitTrue(t *testing.T, ctx context.Context, script, what string, within tim
 
 // A job's page left open follows the job from the queue to its end without a reload:
 // the state, why it waits, where it runs and the actions change with it (Cancel goes,
-// Re-run stays), the telemetry panel starts refreshing once the job runs, and a
-// keyboard user's focus stays on the action it was on while the page refreshes. On a
+// Re-run stays), each new state is said in the status line a screen reader reads, the
+// telemetry panel starts refreshing once the job runs, and a keyboard user's focus
+// stays on the action it was on while the page refreshes. On a
 // phone the actions fit the screen and stay reachable by keyboard.
 func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
@@ -93,6 +94,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	// A node comes: the job starts while the page is open.
 	s.runCluster("2xA100-80GB")
 	waitText(t, ctx, "[data-testid=state]", "running", 30*time.Second)
+	waitText(t, ctx, "#job-state-said", "Job follow-me: running.", 5*time.Second)
 	waitText(t, ctx, "[data-testid=allocations]", "browser-node", 5*time.Second)
 	// Quiet so far, it is no longer waiting to start.
 	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 1 live", 10*time.Second)
@@ -114,6 +116,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
+	waitText(t, ctx, "#job-state-said", "Job follow-me: succeeded.", 5*time.Second)
 	waitTrue(t, ctx, `!document.getElementById("cancel-job") && !document.getElementById("hold-job") && !!document.getElementById("rerun-job")`,
 		"Cancel and Hold leaving, Re-run staying", 5*time.Second)
 	waitText(t, ctx, "[data-testid=actions]", "Clone", time.Second)

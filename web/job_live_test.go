@@ -87,14 +87,15 @@ func TestJobPageLivePart(t *testing.T) {
 		res, body, queued := live(ada, "")
 		has("queued, ada", body, []string{"◷ queued", "Why is this pending?", `id="hold-job"`, `id="cancel-job"`, `id="rerun-job"`, `id="clone-job"`, `hx-trigger="every 2s"`},
 			[]string{`id="release-job"`})
-		if !strings.HasPrefix(queued, "queued.") || res.Header.Get("HX-Trigger") != "" {
+		if !strings.HasPrefix(queued, "queued.") || res.Header.Get("HX-Trigger") != "" || strings.Contains(body, "job-state-said") {
 			t.Fatalf("queued part: version %q, HX-Trigger %q", queued, res.Header.Get("HX-Trigger"))
 		}
 		if res, body := s.send(ada, "GET", page+"?shown="+queued, "", htmx); res.StatusCode != http.StatusNoContent || body != "" {
 			t.Fatalf("refresh of an unchanged part = %d %q; want 204", res.StatusCode, body)
 		}
 		// The page itself carries the same part, which refreshes with the same version.
-		if _, full := s.send(ada, "GET", page, "", nil); !strings.Contains(full, "<html") || !strings.Contains(full, html.EscapeString(`{"shown":"`+queued+`"}`)) {
+		if _, full := s.send(ada, "GET", page, "", nil); !strings.Contains(full, "<html") || !strings.Contains(full, html.EscapeString(`{"shown":"`+queued+`"}`)) ||
+			!strings.Contains(full, `<p id="job-state-said" class="visually-hidden" role="status"></p>`) {
 			t.Fatalf("the page does not carry version %s: %s", queued, full)
 		}
 		// A viewer's part has no actions, even named by the member's version.
@@ -113,7 +114,8 @@ func TestJobPageLivePart(t *testing.T) {
 			t.Fatalf("hold = %d", res.StatusCode)
 		}
 		res, body, held := live(ada, queued)
-		has("held", body, []string{"⏸ held", `id="release-job"`, `id="cancel-job"`}, []string{`id="hold-job"`})
+		has("held", body, []string{"⏸ held", `id="release-job"`, `id="cancel-job"`, `<p id="job-state-said" hx-swap-oob="innerHTML">Job train-1: held.</p>`},
+			[]string{`id="hold-job"`})
 		if res.Header.Get("HX-Trigger") != `{"job-state":"held"}` || !strings.HasPrefix(held, "held.") {
 			t.Fatalf("held part: HX-Trigger %q, version %q", res.Header.Get("HX-Trigger"), held)
 		}
@@ -131,7 +133,7 @@ func TestJobPageLivePart(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, body, running := live(ada, held)
-		has("running", body, []string{"▶ running", "gpu-a", "GPU 0 · A100-80GB", `id="cancel-job"`, `id="hold-job"`, `hx-trigger="every 2s"`},
+		has("running", body, []string{"Job train-1: running.", "▶ running", "gpu-a", "GPU 0 · A100-80GB", `id="cancel-job"`, `id="hold-job"`, `hx-trigger="every 2s"`},
 			[]string{"Why is this pending?", "Not placed yet"})
 		if res.Header.Get("HX-Trigger") != `{"job-state":"running"}` || !strings.HasPrefix(running, "running.") {
 			t.Fatalf("running part: HX-Trigger %q, version %q", res.Header.Get("HX-Trigger"), running)
