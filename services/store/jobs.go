@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -218,15 +217,9 @@ func jobField(j *models.Job, col string) any {
 }
 
 func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
-	if len(f.ProjectIDs) > 1 {
-		return projectsUnion(db, f, listedJobsQuery, "project_name", "username")
-	}
 	cols := []string{"jobs.*"}
 	if len(f.Columns) > 0 {
-		cols = cols[:0]
-		for _, c := range f.Columns {
-			cols = append(cols, "jobs."+c)
-		}
+		cols = qualified("jobs.", f.Columns)
 		f.Columns = nil
 	}
 	q, err := jobsQuery(db, f)
@@ -237,19 +230,24 @@ func listedJobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 		Joins("JOIN projects ON projects.id = jobs.project_id").Joins("JOIN users ON users.id = jobs.user_id"), nil
 }
 
+// qualified prefixes each column with table.
+func qualified(table string, cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = table + c
+	}
+	return out
+}
+
 // jobsQuery builds the query of f on db. Columns are qualified: ListedJobs joins
 // projects and users, which have names and ids of their own.
 func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	if len(f.ProjectIDs) > 1 {
-		return projectsUnion(db, f, jobsQuery)
+		return projectsUnion(db, f)
 	}
 	q := db.Model(&models.Job{})
 	if len(f.Columns) > 0 {
-		cols := make([]string, len(f.Columns))
-		for i, c := range f.Columns {
-			cols[i] = "jobs." + c
-		}
-		q = q.Select(cols)
+		q = q.Select(qualified("jobs.", f.Columns))
 	}
 	if len(f.ProjectIDs) == 1 {
 		q = q.Where("jobs.project_id = ?", f.ProjectIDs[0])
@@ -303,38 +301,25 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	return q.Order("jobs." + f.Sort + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
 }
 
-// projectsUnion is the query of f over several projects: a UNION ALL of the query of
-// each project alone, which reads its page from that project's index in sort order,
-// merged and cut to one page. No index orders "project_id IN (…)" by the sort: the
-// database would walk the sort's index skipping other projects' jobs, or read every
-// job of the projects and sort them. one builds a branch; more are the columns it
-// adds to f.Columns.
-func projectsUnion(db *gorm.DB, f JobFilter, one func(*gorm.DB, JobFilter) (*gorm.DB, error), more ...string) (*gorm.DB, error) {
-	key := f.Sort
-	if key == JobsByID {
-		key = "id"
+// projectsUnion is the query of f over several projects. The page's jobs are found
+// first, by key and id alone: a UNION ALL of each project's page, which its index in
+// sort order answers without reading the table, merged and cut to one page. Only
+// that page's rows are then read, by id. No index orders "project_id IN (…)" by the
+// sort: the database would walk the sort's index skipping other projects' jobs, or
+// read every job of the projects and sort them; and merging whole rows read every
+// column of every project's page (on SQLite, more than twice the cost of the page).
+func projectsUnion(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+	keys := []string{"id"}
+	if f.Sort != JobsByID {
+		keys = []string{f.Sort, "id"}
 	}
-	outer := []string{"jobs.*"}
 	branch := f
-	if len(f.Columns) > 0 {
-		outer = outer[:0]
-		for _, c := range append(slices.Clone(f.Columns), more...) {
-			outer = append(outer, "jobs."+c)
-		}
-		// The merge orders by the key, which the branches must read even where the
-		// caller's columns leave it out.
-		branch.Columns = slices.Clone(f.Columns)
-		for _, c := range []string{key, "id"} {
-			if !slices.Contains(branch.Columns, c) {
-				branch.Columns = append(branch.Columns, c)
-			}
-		}
-	}
+	branch.Columns = keys
 	parts := make([]string, len(f.ProjectIDs))
 	subs := make([]any, len(f.ProjectIDs))
 	for i, id := range f.ProjectIDs {
 		branch.ProjectIDs = []int64{id}
-		q, err := one(db, branch)
+		q, err := jobsQuery(db, branch)
 		if err != nil {
 			return nil, err
 		}
@@ -344,12 +329,26 @@ func projectsUnion(db *gorm.DB, f JobFilter, one func(*gorm.DB, JobFilter) (*gor
 	if limit <= 0 {
 		limit = 50
 	}
-	dir := "DESC"
+	dir := " DESC"
 	if f.Ascending {
-		dir = "ASC"
+		dir = " ASC"
 	}
 	union := gorm.Expr(strings.Join(parts, " UNION ALL "), subs...)
-	return db.Table("(?) AS jobs", union).Select(outer).Order("jobs." + key + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
+	top := db.Table("(?) AS u", union).Select(qualified("u.", keys))
+	page := db.Table("(?) AS top", addOrder(top, "u.", keys, dir).Limit(limit)).Joins("JOIN jobs ON jobs.id = top.id")
+	cols := []string{"jobs.*"}
+	if len(f.Columns) > 0 {
+		cols = qualified("jobs.", f.Columns)
+	}
+	return addOrder(page.Select(cols), "top.", keys, dir), nil
+}
+
+// addOrder orders q by the columns of table, each in dir.
+func addOrder(q *gorm.DB, table string, cols []string, dir string) *gorm.DB {
+	for _, c := range cols {
+		q = q.Order(table + c + dir)
+	}
+	return q
 }
 
 // sortKey returns the value of k's sort column, and whether sort is a sort column.
