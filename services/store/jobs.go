@@ -155,33 +155,33 @@ func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error
 func jobField(j *models.Job, col string) any {
 	switch col {
 	case "id":
-		return &j.ID
+		return intColumn[int64]{&j.ID}
 	case "name":
 		return &j.Name
 	case "project_id":
-		return &j.ProjectID
+		return intColumn[int64]{&j.ProjectID}
 	case "user_id":
-		return &j.UserID
+		return intColumn[int64]{&j.UserID}
 	case "image_id":
-		return &j.ImageID
+		return nullIntColumn[int64]{&j.ImageID}
 	case "image_ref":
 		return &j.ImageRef
 	case "gpus":
-		return &j.GPUs
+		return intColumn[int]{&j.GPUs}
 	case "gpu_milli":
-		return &j.GPUMilli
+		return intColumn[int]{&j.GPUMilli}
 	case "gpu_memory_mib":
-		return &j.GPUMemoryMiB
+		return intColumn[int64]{&j.GPUMemoryMiB}
 	case "gpu_model":
 		return &j.GPUModel
 	case "mig_profile":
 		return &j.MIGProfile
 	case "cpu_milli":
-		return &j.CPUMilli
+		return intColumn[int64]{&j.CPUMilli}
 	case "memory_mib":
-		return &j.MemoryMiB
+		return intColumn[int64]{&j.MemoryMiB}
 	case "scratch_mib":
-		return &j.ScratchMiB
+		return intColumn[int64]{&j.ScratchMiB}
 	case "priority_class":
 		return &j.PriorityClass
 	case "preemptible":
@@ -189,13 +189,13 @@ func jobField(j *models.Job, col string) any {
 	case "spot":
 		return &j.Spot
 	case "replicas":
-		return &j.Replicas
+		return intColumn[int]{&j.Replicas}
 	case "max_retries":
-		return &j.MaxRetries
+		return intColumn[int]{&j.MaxRetries}
 	case "retries":
-		return &j.Retries
+		return intColumn[int]{&j.Retries}
 	case "attempt":
-		return &j.Attempt
+		return intColumn[int]{&j.Attempt}
 	case "state":
 		return &j.State
 	case "state_reason":
@@ -203,15 +203,15 @@ func jobField(j *models.Job, col string) any {
 	case "pending_reason":
 		return &j.PendingReason
 	case "exit_code":
-		return &j.ExitCode
+		return nullIntColumn[int]{&j.ExitCode}
 	case "expected_run_sec":
-		return &j.ExpectedRunSec
+		return intColumn[int64]{&j.ExpectedRunSec}
 	case "submitted_at":
 		return &j.SubmittedAt
 	case "started_at":
-		return &j.StartedAt
+		return nullTimeColumn{&j.StartedAt}
 	case "finished_at":
-		return &j.FinishedAt
+		return nullTimeColumn{&j.FinishedAt}
 	}
 	return nil
 }

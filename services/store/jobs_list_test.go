@@ -269,14 +269,21 @@ func TestListedJobsReadNamedColumns(t *testing.T) {
 			"gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
 			"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code",
 			"submitted_at", "started_at", "finished_at"}
-		got, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: cols, Limit: 1})
-		if err != nil || len(got) != 1 {
+		got, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: cols, Limit: 2})
+		if err != nil || len(got) != 2 {
 			t.Fatalf("listed = %v, %v", got, err)
 		}
-		want := *full
-		want.Command, want.Env, want.LastCheckpointAt, want.CreatedAt, want.UpdatedAt = "", "", nil, time.Time{}, time.Time{}
-		if !reflect.DeepEqual(got[0].Job, want) || got[0].ProjectName != "segment" || got[0].Username != "grace" {
-			t.Fatalf("listed\n %+v\nwant\n %+v", got[0], want)
+		// The next job has no image, start or exit code: NULLs read as nil.
+		next, err := s.JobByID(ctx, got[1].ID)
+		if err != nil || next.ImageID != nil || next.StartedAt != nil || next.ExitCode != nil || next.FinishedAt == nil {
+			t.Fatalf("the second job is %+v, %v; want one with no image, start or exit code", next, err)
+		}
+		for i, full := range []*models.Job{full, next} {
+			want := *full
+			want.Command, want.Env, want.LastCheckpointAt, want.CreatedAt, want.UpdatedAt = "", "", nil, time.Time{}, time.Time{}
+			if !reflect.DeepEqual(got[i].Job, want) || got[i].ProjectName != w.projectName(want.ProjectID) || got[i].Username != w.username(want.UserID) {
+				t.Fatalf("listed\n %+v\nwant\n %+v", got[i], want)
+			}
 		}
 		brief, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"id", "state"}, Limit: 1})
 		if err != nil || brief[0].ID != j.ID || brief[0].State != models.JobFailed || brief[0].Name != "" || brief[0].ExitCode != nil || brief[0].ProjectName != "segment" {
