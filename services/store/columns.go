@@ -5,9 +5,26 @@ import (
 	"time"
 )
 
-// Scan destinations that take a driver's value as it comes. Into an int field,
-// database/sql formats the driver's int64 and parses it back, and into a nullable
-// one it goes by reflection: a list reads a dozen such columns a row.
+// scanDest is where database/sql should scan into the field that p points to: for
+// integers, nullable integers and nullable times, a destination that takes the
+// driver's value as it comes. Into an int, database/sql formats the driver's int64
+// and parses it back, and into a nullable field it goes by reflection: a list reads
+// a dozen such columns a row.
+func scanDest(p any) any {
+	switch d := p.(type) {
+	case *int:
+		return intColumn[int]{d}
+	case *int64:
+		return intColumn[int64]{d}
+	case **int:
+		return nullIntColumn[int]{d}
+	case **int64:
+		return nullIntColumn[int64]{d}
+	case **time.Time:
+		return nullTimeColumn{d}
+	}
+	return p
+}
 
 type intColumn[T ~int | ~int64] struct{ p *T }
 

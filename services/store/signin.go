@@ -118,8 +118,9 @@ func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols
 }
 
 // scanJSONArray reads the array that SQLite's json_array() writes (no spaces; strings,
-// integers and nulls) into dest, which holds *string, *int64, *bool, *time.Time,
-// **time.Time and *sql.NullString: what signIn reads, without reflection.
+// integers and nulls) into dest, which holds *string, *int64, *int, *bool, *time.Time,
+// **time.Time, **int64, **int and *sql.NullString: what signIn and ListedJobs read,
+// without reflection.
 func scanJSONArray(row string, dest []any) error {
 	rest, ok := strings.CutPrefix(row, "[")
 	if !ok {
@@ -201,6 +202,32 @@ func assignJSONValue(dest any, raw string, isString bool) error {
 			return fmt.Errorf("want an integer, got %q", raw)
 		}
 		*d = n
+	case *int:
+		n, err := strconv.Atoi(raw)
+		if isString || err != nil {
+			return fmt.Errorf("want an integer, got %q", raw)
+		}
+		*d = n
+	case **int64:
+		if null {
+			*d = nil
+			return nil
+		}
+		var n int64
+		if err := assignJSONValue(&n, raw, isString); err != nil {
+			return err
+		}
+		*d = &n
+	case **int:
+		if null {
+			*d = nil
+			return nil
+		}
+		var n int
+		if err := assignJSONValue(&n, raw, isString); err != nil {
+			return err
+		}
+		*d = &n
 	case *bool:
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if isString || err != nil {
