@@ -27,14 +27,19 @@ var poolWindows = map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 *
 // poolEventsPage is how many decisions one page shows.
 const poolEventsPage = 50
 
-// PoolShow is one pool: its facts, a chart of nodes and waiting jobs, its nodes and
-// machines, and its decisions with their reasons. The "older decisions" link asks
-// htmx for the same page and swaps in its decisions.
+// PoolShow is one pool: its facts, a chart of nodes and waiting jobs, its nodes
+// (removed ones only with ?removed=1) and machines, and its decisions with their
+// reasons. The "older decisions" link asks htmx for the same page and swaps in its
+// decisions.
 func (h *Handler) PoolShow(c *gin.Context) {
 	window := c.DefaultQuery("window", "24h")
 	span, ok := poolWindows[window]
 	if !ok {
 		h.errorPage(c, http.StatusBadRequest, "Unknown time window", fmt.Sprintf("Window: %q is not one of 24h, 7d, 30d.", window))
+		return
+	}
+	showRemoved, ok := h.removedOnPage(c)
+	if !ok {
 		return
 	}
 	var before int64
@@ -58,7 +63,7 @@ func (h *Handler) PoolShow(c *gin.Context) {
 		return
 	}
 	page := templates.PoolData{Pool: poolRow(d.Summary), DrainStops: d.Pool.DrainStopsJobs, Window: window, Windows: []string{"24h", "7d", "30d"},
-		IdleTimeout: "the server's --pool-idle-timeout"}
+		IdleTimeout: "the server's --pool-idle-timeout", ShowRemoved: showRemoved}
 	if d.Pool.IdleTimeoutSec > 0 {
 		page.IdleTimeout = (time.Duration(d.Pool.IdleTimeoutSec) * time.Second).String()
 	}
@@ -76,11 +81,17 @@ func (h *Handler) PoolShow(c *gin.Context) {
 	slices.Reverse(page.Samples)
 	page.Chart = templates.NewPoolChart(points)
 	for _, n := range d.Nodes {
+		if n.RemovedAt != nil {
+			page.RemovedNodes++
+			if !showRemoved {
+				continue
+			}
+		}
 		seen := "never"
 		if n.LastHeartbeatAt != nil {
 			seen = stamp(*n.LastHeartbeatAt)
 		}
-		page.Nodes = append(page.Nodes, templates.PoolNodeRow{Name: n.Name, State: n.State, Reason: n.StateReason, LastSeen: seen})
+		page.Nodes = append(page.Nodes, templates.PoolNodeRow{Name: n.Name, State: n.State, Reason: n.StateReason, LastSeen: seen, Removed: removedDate(n)})
 	}
 	for _, m := range d.Instances {
 		page.Machines = append(page.Machines, templates.PoolMachineRow{Name: m.Name, State: m.State, Reason: m.StateReason,

@@ -489,7 +489,7 @@ func clusterLive(d ClusterData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = removedToggle("/cluster", d.Removed, d.ShowRemoved).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = removedToggle(clusterURL(false), clusterURL(true), d.Removed, d.ShowRemoved).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

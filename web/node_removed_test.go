@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -108,6 +111,44 @@ func TestRemovedNodesAreHiddenUntilAsked(t *testing.T) {
 		}
 		if n, _ := st.NodeByName(context.Background(), "gpu-old"); n.RemovedAt != nil {
 			t.Errorf("after joining again the node is still removed at %v", n.RemovedAt)
+		}
+	})
+}
+
+// A pool's page lists its removed nodes (those of machines it deleted, say) only when
+// asked, labelled with the day they were removed.
+func TestPoolPageHidesRemovedNodes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		s := newSite(t, st, false)
+		admin := s.signIn("admin", s.password)
+		ctx := audit.WithActor(t.Context(), audit.System())
+		p, _, err := pools.Apply(ctx, st, audit.New(st, time.Now), pools.Spec{Name: "onprem", Provider: pools.ProviderStatic, CapacityType: models.CapacityOwned,
+			Template: pools.Template{GPUModel: "L4-24GB", GPUs: 1, CPUMilli: 8000, MemoryMiB: 32768}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		removedAt := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+		for _, n := range []*models.Node{
+			{Name: "rack-1", PoolID: &p.ID, State: models.NodeReady},
+			{Name: "rack-9", PoolID: &p.ID, State: models.NodeDown, StateReason: "its machine was deleted", RemovedAt: &removedAt},
+		} {
+			if err := st.CreateNode(t.Context(), n, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		page := s.mustGet(admin, "/admin/pools/onprem")
+		if !strings.Contains(page, `data-node="rack-1"`) || strings.Contains(page, `data-node="rack-9"`) ||
+			!strings.Contains(page, `href="/admin/pools/onprem?window=24h&amp;removed=1" data-testid="removed-toggle">Show removed (1)</a>`) {
+			t.Error("the pool page lists its removed node by default, or does not offer it")
+		}
+		page = s.mustGet(admin, "/admin/pools/onprem?window=7d&removed=1")
+		if !strings.Contains(page, `data-node="rack-9"`) || !strings.Contains(page, `<span class="badge node-removed">removed 2026-11-20</span>`) ||
+			!strings.Contains(page, `href="/admin/pools/onprem?window=7d" data-testid="removed-toggle">Hide removed (1)</a>`) {
+			t.Error("the pool page with ?removed=1 does not list rack-9 as removed 2026-11-20 with a way back")
+		}
+		if res, _ := s.send(admin, "GET", "/admin/pools/onprem?removed=all", "", nil); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("?removed=all = %d, want 400", res.StatusCode)
 		}
 	})
 }
