@@ -39,6 +39,10 @@ func TestHomeInBrowser(t *testing.T) {
 	nav := run(t, ctx, chromedp.Text("nav[aria-label=Main]"))
 	footer := run(t, ctx, chromedp.Text("footer"))
 	bg := run(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header.top")).backgroundColor`))
+	// htmx is a deferred script: the menu can be visible before it has run.
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.readyState === "complete"`)); err != nil {
+		t.Fatal(err)
+	}
 	htmxLoaded := run(t, ctx, chromedp.Evaluate[bool](`typeof window.htmx === "object"`))
 	if title != "Home · Gantry" {
 		t.Errorf("title = %q", title)
