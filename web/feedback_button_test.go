@@ -178,3 +178,58 @@ func TestFeedbackButtonInBrowser(t *testing.T) {
 		t.Fatalf("stored %+v, want the page %s and job %d", it, jobPath, job.ID)
 	}
 }
+
+var navFeedback = regexp.MustCompile(`<nav aria-label="Main">.*?<a href="(/feedback[^"]*)"`)
+
+// The nav's Feedback link, like the button, names the page it is on, by its path alone
+// (a query can hold filters or secrets); what is filed from the board it opens records
+// that page and, from a job's page, the job.
+func TestFeedbackNavLinkCarriesThePage(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	admin := s.signIn("admin", s.password)
+	job := feedbackJob(t, st)
+	jobPath := fmt.Sprintf("/jobs/%d", job.ID)
+
+	navLink := func(page string) string {
+		t.Helper()
+		res, body := s.send(admin, "GET", page, "", nil)
+		m := navFeedback.FindStringSubmatch(strings.ReplaceAll(body, "\n", " "))
+		if res.StatusCode != http.StatusOK || m == nil {
+			t.Fatalf("GET %s = %d with no Feedback link in the nav", page, res.StatusCode)
+		}
+		return html.UnescapeString(m[1])
+	}
+	for _, c := range []struct{ page, want string }{
+		{jobPath + "?secret=hunter2", "/feedback?page=" + url.QueryEscape(jobPath)},
+		{"/jobs?state=queued", "/feedback?page=%2Fjobs"},
+		{"/", "/feedback?page=%2F"},
+		{"/feedback", "/feedback"},
+	} {
+		if got := navLink(c.page); got != c.want {
+			t.Errorf("on %s the nav's Feedback link is %s, want %s", c.page, got, c.want)
+		}
+	}
+
+	link := navLink(jobPath + "?secret=hunter2")
+	_, board := s.send(admin, "GET", link, "", nil)
+	if m := buttonPage.FindStringSubmatch(board); m == nil || html.UnescapeString(m[1]) != jobPath {
+		t.Fatalf("the board opened from the nav on %s files about page %v", jobPath, m)
+	}
+	if m := buttonJob.FindStringSubmatch(board); m == nil || m[1] != fmt.Sprint(job.ID) {
+		t.Fatalf("the board opened from the nav on %s is not about job %d: %v", jobPath, job.ID, m)
+	}
+	form := url.Values{"csrf_token": {s.csrf(admin, link)}, "category": {"bug"}, "title": {"Logs stop after an hour"},
+		"page": {html.UnescapeString(buttonPage.FindStringSubmatch(board)[1])}, "job_id": {fmt.Sprint(job.ID)}}
+	if res, _ := s.send(admin, "POST", "/feedback", form.Encode(), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("filing from the board = %d, want 303", res.StatusCode)
+	}
+	items, err := st.FeedbackItems(context.Background(), store.FeedbackFilter{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items = %+v, %v", items, err)
+	}
+	if it := items[0]; it.Page != jobPath || it.JobID == nil || *it.JobID != job.ID {
+		t.Fatalf("stored page %q job %v, want %s and job %d", it.Page, it.JobID, jobPath, job.ID)
+	}
+}
