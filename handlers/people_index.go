@@ -45,9 +45,14 @@ func (h *Handler) PeopleIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	mailsOff, err := h.store.MailOptOutUsers(ctx, models.MailTopicFeedback, ids)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	for _, u := range shown {
 		row := templates.PersonRow{Username: u.Username, DisplayName: u.DisplayName, Email: u.Email, SignIn: "password",
-			Admin: u.IsAdmin, Auditor: u.IsAuditor, Disabled: u.Disabled}
+			Admin: u.IsAdmin, Auditor: u.IsAuditor, Disabled: u.Disabled, FeedbackEmails: !mailsOff[u.ID]}
 		if u.Issuer != "" {
 			row.SignIn = "single sign-on (" + u.Issuer + ")"
 		}

@@ -125,6 +125,17 @@ type OutboxMail struct {
 // TableName keeps the name of the migration.
 func (OutboxMail) TableName() string { return "mail_outbox" }
 
+// MailTopicFeedback is the topic of the e-mails to the author of a feedback item about
+// its answer, its status and replies.
+const MailTopicFeedback = "feedback"
+
+// MailOptOut is a topic of e-mails a person turned off.
+type MailOptOut struct {
+	UserID    int64
+	Topic     string
+	CreatedAt time.Time
+}
+
 // AlertDelivery is one alert's notification through one channel, retried with back-off.
 type AlertDelivery struct {
 	ID        int64

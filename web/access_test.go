@@ -222,6 +222,8 @@ var routeAccess = map[string]string{
 	"GET /tokens":                                      "signed-in",
 	"POST /tokens":                                     "signed-in",
 	"POST /tokens/:id/revoke":                          "signed-in",
+	"GET /account":                                     "signed-in",
+	"POST /account":                                    "signed-in",
 	"GET /cost":                                        "signed-in",
 	"GET /cost.csv":                                    "signed-in",
 	"POST /api/v1/usage":                               "platform:write",

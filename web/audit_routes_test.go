@@ -50,6 +50,10 @@ var mutations = map[string]func(w *world) change{
 		w.must(err)
 		return change{as: models.RoleMember, path: fmt.Sprintf("/tokens/%d/revoke", tok.ID), action: "token.revoked", object: "token", id: fmt.Sprint(tok.ID)}
 	},
+	"POST /account": func(w *world) change {
+		return change{as: models.RoleMember, path: "/account", form: url.Values{},
+			action: "feedback.emails_off", object: "user", id: w.users[models.RoleMember].Username}
+	},
 	"POST /alerts/:id/acknowledge": func(w *world) change {
 		a := w.alert("")
 		return change{as: models.RoleAdmin, path: fmt.Sprintf("/alerts/%d/acknowledge", a.ID), action: "alert.acknowledged", object: "alert", id: fmt.Sprint(a.ID)}

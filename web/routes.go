@@ -34,6 +34,9 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/tokens", SignedIn(), h.TokensIndex},
 		{"POST", "/tokens", SignedIn(), h.TokenCreate},
 		{"POST", "/tokens/:id/revoke", SignedIn(), h.TokenRevoke},
+		// A person's own settings: the route names nobody, so each changes only their own.
+		{"GET", "/account", SignedIn(), h.AccountShow},
+		{"POST", "/account", SignedIn(), h.AccountUpdate},
 
 		// Cost: the handlers narrow what they show to the projects where the user reads
 		// cost; admins and auditors (cost:read platform-wide) see every team.

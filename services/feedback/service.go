@@ -197,8 +197,9 @@ func (s *Service) Answer(ctx context.Context, itemID, adminID int64, status, ans
 	return it, nil
 }
 
-// notify tells the author in the portal and, when e-mail is set up and the author has an
-// address, queues the same by e-mail, all in tx.
+// notify tells the author in the portal and, when e-mail is set up, the author has an
+// address and has not turned these e-mails off (SetEmails), queues the same by e-mail,
+// all in tx.
 func (s *Service) notify(ctx context.Context, tx *store.Store, it *models.FeedbackItem, title, body string) error {
 	link := fmt.Sprintf("/feedback/%d", it.ID)
 	if err := tx.CreateNotification(ctx, &models.Notification{UserID: it.UserID, Kind: "feedback", Title: title, Body: body, Link: link}); err != nil {
@@ -211,7 +212,38 @@ func (s *Service) notify(ctx context.Context, tx *store.Store, it *models.Feedba
 	if err != nil || u.Email == "" {
 		return err
 	}
-	return s.mailer.QueueMail(ctx, tx, s.now(), governance.Mail{To: u.Email, Subject: title, Body: body, Link: link})
+	return s.mailer.QueueMail(ctx, tx, s.now(), governance.Mail{To: u.Email, Subject: title, Body: body, Link: link,
+		Topic: models.MailTopicFeedback, UserID: u.ID})
+}
+
+// EmailsOn is whether user is e-mailed about their feedback (on unless they turned it off).
+func (s *Service) EmailsOn(ctx context.Context, userID int64) (bool, error) {
+	off, err := s.store.MailOptedOut(ctx, userID, models.MailTopicFeedback)
+	return !off, err
+}
+
+// SetEmails turns the e-mails about user's own feedback on or off; the notifications in
+// the portal stay either way. Only a change is audited.
+func (s *Service) SetEmails(ctx context.Context, userID int64, on bool) error {
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		u, err := tx.UserByID(ctx, userID)
+		if err != nil {
+			return err
+		}
+		changed, err := tx.SetMailOptOut(ctx, userID, models.MailTopicFeedback, !on)
+		if err != nil || !changed {
+			return err
+		}
+		action := "feedback.emails_off"
+		if on {
+			action = "feedback.emails_on"
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: action, ObjectType: "user", ObjectID: u.Username})
+	})
+	if err != nil {
+		return fmt.Errorf("set e-mails about feedback of user %d: %w", userID, err)
+	}
+	return nil
 }
 
 func notFoundAsField(err error, itemID int64) error {

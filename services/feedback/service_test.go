@@ -317,3 +317,74 @@ func closedPort(t *testing.T) string {
 	}
 	return addr
 }
+
+// An author who turns off the e-mails about their feedback still gets the notifications
+// in the portal, but no e-mail about answers, status changes or replies; turned back on,
+// the e-mails come again. Each change, and only a change, is audited as the person's.
+func TestEmailsOffKeepsNotifications(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		f := setup(t, st, "")
+		ctx := f.ctx
+		if on, err := f.svc.EmailsOn(ctx, f.author.ID); !on || err != nil {
+			t.Fatalf("a new user's feedback e-mails on = %t, %v; want on", on, err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := f.svc.SetEmails(ctx, f.author.ID, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if on, err := f.svc.EmailsOn(ctx, f.author.ID); on || err != nil {
+			t.Fatalf("after turning them off, e-mails on = %t, %v", on, err)
+		}
+		if on, err := f.svc.EmailsOn(ctx, f.fan.ID); !on || err != nil {
+			t.Fatalf("another user's e-mails on = %t, %v; want on", on, err)
+		}
+		it, err := f.svc.Submit(ctx, f.author.ID, feedback.Input{Category: "idea", Title: "Dark mode"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Comment(ctx, it.ID, f.fan.ID, "Yes please"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Answer(ctx, it.ID, f.admin.ID, models.FeedbackPlanned, "Next release."); err != nil {
+			t.Fatal(err)
+		}
+		if notes, err := st.NotificationsOfUser(ctx, f.author.ID, 10); err != nil || len(notes) != 2 {
+			t.Fatalf("notifications = %d, %v; want the reply's and the answer's", len(notes), err)
+		}
+		if rep := f.deliver(t, 0); rep.Sent+rep.Retrying+len(rep.Failed) != 0 || len(f.mail.Received()) != 0 {
+			t.Fatalf("with e-mails off, delivery = %+v and %d e-mails", rep, len(f.mail.Received()))
+		}
+
+		if err := f.svc.SetEmails(ctx, f.author.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Answer(ctx, it.ID, f.admin.ID, models.FeedbackDone, "Shipped."); err != nil {
+			t.Fatal(err)
+		}
+		if rep := f.deliver(t, time.Minute); rep.Sent != 1 {
+			t.Fatalf("with e-mails on again, delivery = %+v, want the answer's e-mail", rep)
+		}
+		if m := f.mail.Received(); len(m) != 1 || !strings.Contains(m[0].Data, "is now done") {
+			t.Fatalf("mail server got %+v, want the answer 'done'", m)
+		}
+
+		page, err := audit.New(st, time.Now).Events(ctx, store.AuditFilter{}, 0, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var toggles []string
+		for i := len(page.Events) - 1; i >= 0; i-- {
+			if e := page.Events[i]; strings.HasPrefix(e.Action, "feedback.emails_") {
+				toggles = append(toggles, e.Action+":"+e.ObjectID+":"+e.Actor)
+			}
+		}
+		if want := "feedback.emails_off:ada:ada feedback.emails_on:ada:ada"; strings.Join(toggles, " ") != want {
+			t.Errorf("audited %v, want %s (turning off twice is one event)", toggles, want)
+		}
+		if err := f.svc.SetEmails(ctx, 999999, false); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("setting e-mails of no user = %v, want not found", err)
+		}
+	})
+}

@@ -22,15 +22,26 @@ type Mail struct {
 	Subject string
 	Body    string // plain text
 	Link    string // the portal path it is about, e.g. /feedback/12; the e-mail ends with it
+	// Topic, when set, is what the mail is about (models.MailTopicFeedback); a person
+	// who turned off the e-mails of a topic (UserID, the recipient) is sent none.
+	Topic  string
+	UserID int64
 }
 
 // QueueMail queues an e-mail in tx, the transaction of the change that calls for it, for
 // Deliver to send from now on with the alerts' retries and back-off: the change never
 // waits on the mail server, and a mail server that is down loses nothing. Without a
-// Mailer, or to an address that is no e-mail address, it queues nothing.
+// Mailer, to an address that is no e-mail address, or of a topic the recipient turned
+// off, it queues nothing.
 func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time, m Mail) error {
 	if s.mailer == nil {
 		return nil
+	}
+	if m.Topic != "" {
+		off, err := tx.MailOptedOut(ctx, m.UserID, m.Topic)
+		if err != nil || off {
+			return err
+		}
 	}
 	if _, err := mail.ParseAddress(m.To); err != nil {
 		s.log.Warn("e-mail not queued: the recipient's address is not an e-mail address", "about", m.Link)

@@ -119,3 +119,48 @@ func TestEndedMailIsDeletedAfterRetention(t *testing.T) {
 		}
 	})
 }
+
+// A person who turned off the e-mails of a topic is queued none of it; mails of another
+// topic, or of none, still go, to them and to others; turned on again, it goes again.
+func TestQueueMailHonoursOptOut(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{})
+		ada := &models.User{Username: "ada-optout", Email: "ada@example.com"}
+		bob := &models.User{Username: "bob-optout", Email: "bob@example.com"}
+		must(t, s.CreateUser(e.ctx, ada))
+		must(t, s.CreateUser(e.ctx, bob))
+		queue := func(u *models.User, topic, link string) int {
+			t.Helper()
+			must(t, s.InTx(e.ctx, func(tx *store.Store) error {
+				return e.gov.QueueMail(e.ctx, tx, tue, governance.Mail{To: u.Email, Subject: "Planned", Body: "Soon.", Link: link, Topic: topic, UserID: u.ID})
+			}))
+			rows, err := s.OutboxMailsAbout(e.ctx, link)
+			must(t, err)
+			return len(rows)
+		}
+		changed, err := s.SetMailOptOut(e.ctx, ada.ID, models.MailTopicFeedback, true)
+		must(t, err)
+		if again, err := s.SetMailOptOut(e.ctx, ada.ID, models.MailTopicFeedback, true); !changed || again || err != nil {
+			t.Fatalf("turning off changed %t, turning off again changed %t (%v), want true then false", changed, again, err)
+		}
+		if n := queue(ada, models.MailTopicFeedback, "/feedback/1"); n != 0 {
+			t.Errorf("ada turned feedback e-mails off, yet %d was queued", n)
+		}
+		if n := queue(bob, models.MailTopicFeedback, "/feedback/2"); n != 1 {
+			t.Errorf("bob's feedback e-mail: %d queued, want 1", n)
+		}
+		if n := queue(ada, "", "/feedback/3"); n != 1 {
+			t.Errorf("ada's e-mail of no topic: %d queued, want 1", n)
+		}
+		if n := queue(ada, "other", "/feedback/4"); n != 1 {
+			t.Errorf("ada's e-mail of another topic: %d queued, want 1", n)
+		}
+		if changed, err := s.SetMailOptOut(e.ctx, ada.ID, models.MailTopicFeedback, false); !changed || err != nil {
+			t.Fatalf("turning on again changed %t, %v", changed, err)
+		}
+		if n := queue(ada, models.MailTopicFeedback, "/feedback/5"); n != 1 {
+			t.Errorf("ada turned feedback e-mails on again, yet %d was queued", n)
+		}
+	})
+}
