@@ -213,7 +213,7 @@ func (s *Service) notify(ctx context.Context, tx *store.Store, it *models.Feedba
 		return err
 	}
 	return s.mailer.QueueMail(ctx, tx, s.now(), governance.Mail{To: u.Email, Subject: title, Body: body, Link: link,
-		Topic: models.MailTopicFeedback, UserID: u.ID})
+		Topic: models.MailTopicFeedback, UserID: u.ID, OptOut: "/account"})
 }
 
 // EmailsOn is whether user is e-mailed about their feedback (on unless they turned it off).

@@ -156,7 +156,7 @@ func TestFeedbackLoop(t *testing.T) {
 			if m.From != "gantry@example.com" || len(m.To) != 1 || m.To[0] != "ada@example.com" {
 				t.Errorf("e-mail %d from %s to %v", i, m.From, m.To)
 			}
-			for _, part := range []string{"To: \"Ada Lovelace\" <ada@example.com>\r\n", "Subject: [Gantry] " + want[0] + "\r\n", "\r\n\r\n" + want[1] + "\r\n\r\n" + link + "\r\n"} {
+			for _, part := range []string{"To: \"Ada Lovelace\" <ada@example.com>\r\n", "Subject: [Gantry] " + want[0] + "\r\n", "\r\n\r\n" + want[1] + "\r\n\r\nTo stop e-mails like this one: https://gantry.example/account\r\n\r\n" + link + "\r\n"} {
 				if !strings.Contains(m.Data, part) {
 					t.Errorf("e-mail %d lacks %q:\n%s", i, part, m.Data)
 				}

@@ -26,6 +26,9 @@ type Mail struct {
 	// who turned off the e-mails of a topic (UserID, the recipient) is sent none.
 	Topic  string
 	UserID int64
+	// OptOut, when set, is the portal path where the person turns off e-mails like this
+	// one (their account page): the e-mail says so, above its link.
+	OptOut string
 }
 
 // QueueMail queues an e-mail in tx, the transaction of the change that calls for it, for
@@ -47,7 +50,11 @@ func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time,
 		s.log.Warn("e-mail not queued: the recipient's address is not an e-mail address", "about", m.Link)
 		return nil
 	}
-	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link,
+	body := m.Body
+	if m.OptOut != "" {
+		body = strings.TrimRight(body, "\n") + "\n\nTo stop e-mails like this one: " + s.portalLink(m.OptOut)
+	}
+	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: body, Link: m.Link,
 		Delivery: models.Delivery{State: models.DeliveryPending, NextAttemptAt: now.UTC()}}
 	if err := tx.CreateOutboxMail(ctx, row); err != nil {
 		return fmt.Errorf("queue e-mail about %s: %w", m.Link, err)
@@ -81,6 +88,14 @@ func (s *Service) deliverMails(ctx context.Context, now time.Time, rep *Delivery
 	return nil
 }
 
+// portalLink is path as a link into the portal: absolute with --portal-url, else the path.
+func (s *Service) portalLink(path string) string {
+	if s.cfg.PortalURL == "" {
+		return path
+	}
+	return strings.TrimRight(s.cfg.PortalURL, "/") + path
+}
+
 // sendMail sends one queued e-mail, with the link to the portal at its end.
 func (s *Service) sendMail(ctx context.Context, m *models.OutboxMail) error {
 	if s.mailer == nil {
@@ -88,11 +103,7 @@ func (s *Service) sendMail(ctx context.Context, m *models.OutboxMail) error {
 	}
 	text := strings.TrimRight(m.Body, "\n")
 	if m.Link != "" {
-		link := m.Link
-		if s.cfg.PortalURL != "" {
-			link = strings.TrimRight(s.cfg.PortalURL, "/") + m.Link
-		}
-		text += "\n\n" + link
+		text += "\n\n" + s.portalLink(m.Link)
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 	defer cancel()
