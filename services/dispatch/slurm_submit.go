@@ -77,7 +77,7 @@ func (p *SlurmPools) releaseHeld(ctx context.Context, sp *slurmPool, job *models
 	if held == nil {
 		return false, nil
 	}
-	err = sp.b.Release(ctx, held.SlurmJobID)
+	err = sp.b.Release(ctx, held.SlurmJobID, job.ID, held.Attempt, a.Attempt)
 	var rejected *slurm.RejectedError
 	switch {
 	case errors.As(err, &rejected):

@@ -388,7 +388,8 @@ func TestSlurmPoolCancels(t *testing.T) {
 // Holding a job that waits in Slurm's queue holds its Slurm job there (scontrol
 // hold): Gantry shows it held with Slurm's reason, and it does not start while held,
 // whatever room Slurm has. Released, the scheduler places it again and the same
-// Slurm job is released (scontrol release) and runs as the job's next attempt.
+// Slurm job is released (scontrol release) and runs as the job's next attempt, which
+// its GANTRY_ATTEMPT names.
 func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 	// Gantry reads the node's state once, so it places a job there after Slurm drained it.
 	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
@@ -400,7 +401,9 @@ func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 			t.Fatalf("drain node1: %v: %s", err, out)
 		}
 		t.Cleanup(func() { _ = s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").Run() })
-		j := s.submit("held", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["sh","-c","echo released"]` })
+		j := s.submit("held", 1, func(j *models.Job) {
+			j.GPUModel, j.Command = "L4-24GB", `["sh","-c","echo released as attempt $GANTRY_ATTEMPT"]`
+		})
 		last := ""
 		t.Cleanup(func() {
 			if t.Failed() {
@@ -450,7 +453,8 @@ func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 		wantContains(t, "events", s.eventsOf(j.ID), "scheduled -> held [held] held by user:ada", "held -> queued [released]",
 			"attempt 2 released in Slurm: job "+id, "scheduled -> running [started] Slurm job "+id+" run 1 started", "running -> succeeded")
 		s.until("the job's output to be stored", func() bool { return s.slurmJobs(j.ID)[0].LogsDone })
-		if got := s.logOf(j.ID, 2, agentapi.StreamStdout); got != "released\n" {
+		// The job sees the attempt Gantry counts, not the one its Slurm job was submitted as.
+		if got := s.logOf(j.ID, 2, agentapi.StreamStdout); got != "released as attempt 2\n" {
 			t.Errorf("output of the released attempt: %q", got)
 		}
 		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)

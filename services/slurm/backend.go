@@ -134,6 +134,9 @@ func (b *Backend) Submit(ctx context.Context, s JobSpec) (string, error) {
 			return "", fmt.Errorf("submit %s: %w: prepare %s: %v", name, ErrUnavailable, dir, err)
 		}
 	}
+	if err := b.cfg.writeAttempt(s.JobID, s.Attempt, s.Attempt, 0); err != nil {
+		return "", fmt.Errorf("submit %s: %w", name, err)
+	}
 	out, err := b.command(ctx, "sbatch", args, []byte(b.cfg.batchScript(s)))
 	if err != nil {
 		return "", fmt.Errorf("submit %s: %w", name, err)
@@ -194,8 +197,22 @@ func (b *Backend) Hold(ctx context.Context, id string) error {
 	return nil
 }
 
-// Release lets a held job start again (scontrol release).
-func (b *Backend) Release(ctx context.Context, id string) error {
+// Release lets a held job start again (scontrol release) as attempt of its Gantry
+// job, which it was submitted to run as attempt submitted: its batch script learns
+// so from its attempt file (attempt.go), written first with how often Slurm has
+// requeued the job so far.
+func (b *Backend) Release(ctx context.Context, id string, jobID int64, submitted, attempt int) error {
+	out, err := b.command(ctx, "squeue", []string{"-h", "-t", "all", "-j", id, "-O", "restartcnt"}, nil)
+	if err != nil {
+		return fmt.Errorf("release Slurm job %s: read its restart count: %w", id, err)
+	}
+	restarts, err := parseRestarts(out)
+	if err != nil {
+		return fmt.Errorf("release Slurm job %s: %w", id, err)
+	}
+	if err := b.cfg.writeAttempt(jobID, submitted, attempt, restarts); err != nil {
+		return fmt.Errorf("release Slurm job %s as attempt %d: %w", id, attempt, err)
+	}
 	if _, err := b.command(ctx, "scontrol", []string{"release", id}, nil); err != nil {
 		return fmt.Errorf("release Slurm job %s: %w", id, err)
 	}

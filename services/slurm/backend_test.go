@@ -170,27 +170,42 @@ func TestSubmitFailures(t *testing.T) {
 func TestControlCommands(t *testing.T) {
 	errs := sections(t, "control_errors.txt")
 	b, r := newFakeBackend(t, func(name string, args []string) ([]byte, error) {
-		if name == "scontrol" && args[1] == "1" {
+		switch {
+		case name == "scontrol" && args[1] == "1":
 			return nil, failed(name, errs["scontrol hold 1"])
+		case name == "squeue" && args[4] == "6":
+			return []byte("2                   \n"), nil
+		case name == "squeue":
+			return []byte("RESTART_COUNT\n"), nil
 		}
 		return nil, nil
 	})
 	ctx := context.Background()
+	if err := os.MkdirAll(b.Config().LogDir, 0o755); err != nil { // as the job's submission made it
+		t.Fatal(err)
+	}
 	if err := b.Cancel(ctx, "5"); err != nil {
 		t.Error(err)
 	}
 	if err := b.Hold(ctx, "6"); err != nil {
 		t.Error(err)
 	}
-	if err := b.Release(ctx, "6"); err != nil {
+	if err := b.Release(ctx, "6", 60, 1, 4); err != nil {
 		t.Error(err)
+	}
+	// Slurm requeued job 6 twice: its runs from the next on are attempts 4, 5, ...
+	if got, err := os.ReadFile(b.Config().AttemptPath(60, 1)); err != nil || string(got) != "4 2\n" {
+		t.Errorf("attempt file of the released job: %q, %v", got, err)
+	}
+	if err := b.Release(ctx, "7", 70, 1, 2); !Transient(err) || !strings.Contains(err.Error(), "restart_count") {
+		t.Errorf("release when squeue's answer cannot be read: %v, want a transient error naming restart_count", err)
 	}
 	err := b.Hold(ctx, "1")
 	var re *RejectedError
 	if !errors.As(err, &re) || err.Error() != "hold Slurm job 1: scontrol hold rejected by Slurm: Job has already finished" {
 		t.Errorf("hold of a finished job: %v", err)
 	}
-	want := []string{"scancel 5", "scontrol hold 6", "scontrol release 6", "scontrol hold 1"}
+	want := []string{"scancel 5", "scontrol hold 6", "squeue -h -t all -j 6 -O restartcnt", "scontrol release 6", "squeue -h -t all -j 7 -O restartcnt", "scontrol hold 1"}
 	if strings.Join(r.calls, "|") != strings.Join(want, "|") {
 		t.Errorf("calls %q", r.calls)
 	}

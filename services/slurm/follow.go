@@ -345,7 +345,8 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, rs []Run, accounted bo
 	}
 	for i := seen.Runs; i < len(ended); i++ {
 		r := ended[i]
-		final := i == len(ended)-1 && phase == phaseDone
+		// A requeued run is never the last: the final run's record is still to come.
+		final := i == len(ended)-1 && phase == phaseDone && r.State != "REQUEUED"
 		if r.Ran() && seen.Start.IsZero() {
 			// A run shorter than a poll was never seen running: its start still belongs
 			// in the job's history, before its end.
@@ -380,14 +381,12 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, rs []Run, accounted bo
 // endedRuns are the runs of a job that are over: all but a pending or running last one.
 func endedRuns(rs []Run, phase int) []Run {
 	n := len(rs)
-	if n > 0 && phase != phaseDone {
-		if p, _ := phaseOf(rs[n-1].State); p != phaseDone {
-			n--
-		}
+	if n > 0 && phase != phaseDone && !runOver(rs[n-1]) {
+		n--
 	}
 	out := rs[:n]
 	for i := range out {
-		if p, _ := phaseOf(out[i].State); p != phaseDone || out[i].Partition == "" {
+		if !runOver(out[i]) || out[i].Partition == "" {
 			// sacct lags behind: take what is settled. A run without a partition is the
 			// placeholder slurmdbd makes (named "allocation") when a step's record
 			// arrives before the job's own: its name, partition and QOS are still missing.
@@ -395,6 +394,14 @@ func endedRuns(rs []Run, phase int) []Run {
 		}
 	}
 	return out
+}
+
+// runOver says whether a run's record is settled: it ended, or an admin requeued it
+// (scontrol requeue, requeuehold), which sacct keeps as REQUEUED on the run, making
+// the next run's record only once that one starts or ends.
+func runOver(r Run) bool {
+	p, _ := phaseOf(r.State)
+	return p == phaseDone || r.State == "REQUEUED"
 }
 
 func unreadableEvents(t Tracked, pe *ParseError) []Event {
@@ -408,11 +415,15 @@ func unreadableEvents(t Tracked, pe *ParseError) []Event {
 		Reason: reason, Message: fmt.Sprintf("Slurm job %s: %s; keeping its last known state and reading it again", t.SlurmID, reason), Seen: seen}}
 }
 
+// reasonRequeueHeld is squeue's reason for a job an admin requeued held (scontrol
+// requeuehold).
+const reasonRequeueHeld = "job requeued in held state"
+
 // reasonMissing is the Seen.Reason of a job found nowhere, until LostAfter.
 const reasonMissing = "not in squeue or sacct"
 
 func heldReason(reason string) bool {
-	return reason == "JobHeldUser" || reason == "JobHeldAdmin"
+	return reason == "JobHeldUser" || reason == "JobHeldAdmin" || reason == reasonRequeueHeld
 }
 
 func endedMessage(id string, run int, r Run, final bool) string {
@@ -460,6 +471,8 @@ func describeReason(r string) string {
 		return "BeginTime (its earliest start is later; Slurm delays a requeued job a little)"
 	case r == "JobHeldUser":
 		return r + " (held by its user; it starts once released)"
+	case r == reasonRequeueHeld:
+		return r + " (requeued and held by a Slurm administrator; it starts once released)"
 	case r == "JobHeldAdmin":
 		return r + " (held by a Slurm administrator, or a Gantry running as one; it starts once released)"
 	case r == "Dependency":

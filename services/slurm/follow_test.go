@@ -221,6 +221,51 @@ func TestFollowPreemptionAndRequeue(t *testing.T) {
 	}
 }
 
+// An admin's scontrol requeuehold, as recorded from Slurm 22.05: the run stays
+// REQUEUED in sacct, with no record of the next run until it starts; the run is over,
+// and the job is held. A job that ends before its last run's record comes waits for it.
+func TestFollowAdminRequeue(t *testing.T) {
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
+	if got, _ := fx.poll(t); got != "started(1)" {
+		t.Fatalf("got %s", got)
+	}
+	requeued := acct("11", "REQUEUED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:09", 4)
+	fx.c.set(func(c *cluster) {
+		c.squeue = []string{sq("11", "PENDING", "job requeued in held state", "N/A")}
+		c.sacct = []string{requeued}
+	})
+	got, evs := fx.poll(t)
+	if got != "run-ended(1 REQUEUED final=false) held" || evs[1].Message != "Slurm job 11 is held in Slurm's queue: job requeued in held state "+
+		"(requeued and held by a Slurm administrator; it starts once released)" {
+		t.Fatalf("got %s %+v", got, evs)
+	}
+	fx.c.set(func(c *cluster) {
+		c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:30")}
+		c.sacct = []string{requeued, acct("11", "RUNNING", "2026-11-30T10:00:09", "2026-11-30T10:00:30", "Unknown", 1)}
+	})
+	if got, _ := fx.poll(t); got != "started(2)" {
+		t.Fatalf("released: got %s", got)
+	}
+	fx.c.set(func(c *cluster) {
+		c.squeue = []string{sq("11", "PENDING", "BeginTime", "N/A")}
+		c.sacct = []string{requeued, acct("11", "REQUEUED", "2026-11-30T10:00:09", "2026-11-30T10:00:30", "2026-11-30T10:00:40", 10)}
+	})
+	if got, _ := fx.poll(t); got != "run-ended(2 REQUEUED final=false) pending(3)" {
+		t.Fatalf("requeued again: got %s", got)
+	}
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "CANCELLED", "None", "N/A")} })
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("cancelled before the last run's record came: got %s", got)
+	}
+	fx.c.set(func(c *cluster) {
+		c.sacct = append(c.sacct, acct("11", "CANCELLED", "2026-11-30T10:00:40", "Unknown", "2026-11-30T10:00:50", 0))
+	})
+	if got, _ := fx.poll(t); got != "run-ended(3 CANCELLED final=true)" {
+		t.Fatalf("cancelled: got %s", got)
+	}
+}
+
 // Slurm down: polls fail with a clear reason and back off, tracked jobs keep their
 // state and are not lost; when Slurm returns, what happened meanwhile is reported.
 // As recorded from Slurm 22.05, a preempted job goes RUNNING, then COMPLETING with

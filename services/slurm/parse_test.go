@@ -309,3 +309,17 @@ func TestParseSubmitted(t *testing.T) {
 		}
 	}
 }
+
+// squeue -h -O restartcnt pads the count to the column's width (recorded from 22.05).
+func TestParseRestarts(t *testing.T) {
+	for in, want := range map[string]int{"0                   \n": 0, "1                   \n": 1, "12\n": 12} {
+		if got, err := parseRestarts([]byte(in)); err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "RESTART_COUNT\n", "1\n1\n", "-1", "+1", "1 2"} {
+		if _, err := parseRestarts([]byte(in)); err == nil || !Transient(err) {
+			t.Errorf("%q: got %v, want a transient parse error", in, err)
+		}
+	}
+}

@@ -217,7 +217,8 @@ func TestRealHoldReleaseCancel(t *testing.T) {
 	ctx := context.Background()
 	blocker := w.submit(t, b, JobSpec{JobID: nextJobID(), Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"sleep", "300"}})
 	w.untilStarted(t, blocker)
-	waiting := w.submit(t, b, JobSpec{JobID: nextJobID(), Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"true"}})
+	waitingJob := nextJobID()
+	waiting := w.submit(t, b, JobSpec{JobID: waitingJob, Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"true"}})
 	w.expect(t, waiting, EventPending)
 	if err := b.Hold(ctx, waiting); err != nil {
 		t.Fatal(err)
@@ -230,7 +231,7 @@ func TestRealHoldReleaseCancel(t *testing.T) {
 	if e.Kind != EventHeld || e.Reason != "JobHeldAdmin" { // the tests run as root, a Slurm admin
 		t.Errorf("held: %+v", e)
 	}
-	if err := b.Release(ctx, waiting); err != nil {
+	if err := b.Release(ctx, waiting, waitingJob, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	w.expect(t, waiting, EventPending)
@@ -255,6 +256,46 @@ func TestRealHoldReleaseCancel(t *testing.T) {
 	if !errors.As(err, &re) || re.Reason != "More processors requested than permitted" {
 		t.Errorf("a job over the node's size: %v", err)
 	}
+}
+
+// A job that Slurm requeued once, held, and released as Gantry's attempt 4 runs as
+// attempt 4 (not 4 plus the requeue before the release), and the next requeue as 5.
+func TestRealReleaseRunsTheAttemptGantryNames(t *testing.T) {
+	b, conf := realSlurm(t)
+	w := follow(t, b)
+	job := nextJobID()
+	id := w.submit(t, b, JobSpec{JobID: job, Attempt: 1, Command: []string{"bash", "-c", `echo "attempt $GANTRY_ATTEMPT"; sleep 300`}})
+	stdout, _ := b.Config().LogPaths(job, 1)
+	scontrol := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("scontrol", args...)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("scontrol %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	untilOutput := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !strings.HasSuffix(readLog(t, stdout), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stdout %q, want it to end with %q", readLog(t, stdout), want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	w.untilStarted(t, id)
+	untilOutput("attempt 1\n")
+	scontrol("requeuehold", id) // Slurm's restart count is 1 from now
+	for e := w.next(t, id); e.Kind != EventHeld; e = w.next(t, id) {
+	}
+	if err := b.Release(context.Background(), id, job, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	w.untilStarted(t, id)
+	untilOutput("attempt 1\nattempt 4\n")
+	scontrol("requeue", id)
+	untilOutput("attempt 1\nattempt 4\nattempt 5\n")
 }
 
 // A production job preempts a test-class job: the victim gets USR1, saves a

@@ -230,8 +230,8 @@ func (c Config) batchScript(s JobSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n# Gantry job %d attempt %d, submitted by Gantry's Slurm backend.\n", s.JobID, s.Attempt)
 	b.WriteString("export PATH=\"${PATH:-/usr/local/bin:/usr/bin:/bin}\"\n")
-	// Each run Slurm requeues (a preemption) is Gantry's next attempt of the job.
-	fmt.Fprintf(&b, "export GANTRY_JOB_ID=%d GANTRY_ATTEMPT=$((%d + ${SLURM_RESTART_COUNT:-0}))\n", s.JobID, s.Attempt)
+	fmt.Fprintf(&b, "export GANTRY_JOB_ID=%d\n", s.JobID)
+	b.WriteString(c.attemptScript(s))
 	fmt.Fprintf(&b, "export GANTRY_CHECKPOINT_DIR=%s\n", shellQuote(c.CheckpointPath(s.JobID)))
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {

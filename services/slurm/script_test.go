@@ -154,10 +154,27 @@ func TestPyxisImage(t *testing.T) {
 // startScript runs the batch script as Slurm would, with bash, outside Slurm.
 func startScript(t *testing.T, c Config, s JobSpec) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
-	if err := os.MkdirAll(c.CheckpointPath(s.JobID), 0o755); err != nil {
+	return startScriptEnv(t, c, s, "", func() {})
+}
+
+// startScriptEnv is startScript on the run after restarts requeues ("" for the
+// first), with prepare run after Submit's files are written.
+func startScriptEnv(t *testing.T, c Config, s JobSpec, restarts string, prepare func()) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	for _, dir := range []string{c.CheckpointPath(s.JobID), c.LogDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.writeAttempt(s.JobID, s.Attempt, s.Attempt, 0); err != nil { // as Submit does
 		t.Fatal(err)
 	}
+	prepare()
 	cmd := exec.Command("bash", "-s")
+	cmd.Env = os.Environ()
+	if restarts != "" {
+		cmd.Env = append(cmd.Env, "SLURM_RESTART_COUNT="+restarts)
+	}
 	cmd.Stdin = strings.NewReader(c.batchScript(s))
 	cmd.Dir = c.CheckpointPath(s.JobID)
 	out := &strings.Builder{}
@@ -251,5 +268,42 @@ func TestBatchScriptPassesTermToTheCommand(t *testing.T) {
 	}
 	if got := waitFile(t, filepath.Join(ckpt, "got")); got != "term\n" {
 		t.Errorf("the command should get TERM: %q", got)
+	}
+}
+
+// A run's GANTRY_ATTEMPT is the attempt file's attempt plus the requeues since the
+// restart count it names; without a readable file the script says so and counts from
+// the attempt it was submitted as.
+func TestBatchScriptReadsItsAttempt(t *testing.T) {
+	c := testConfig(t.TempDir())
+	spec := JobSpec{JobID: 6, Attempt: 2, Command: []string{"sh", "-c", `echo "attempt $GANTRY_ATTEMPT"`}}
+	cases := []struct {
+		file     string // "": none
+		restarts string // SLURM_RESTART_COUNT; "": unset
+		want     string
+	}{
+		{"2 0\n", "", "attempt 2\n"},
+		{"2 0\n", "1", "attempt 3\n"},
+		{"5 1\n", "1", "attempt 5\n"},
+		{"5 1\n", "3", "attempt 7\n"},
+		{"", "1", "gantry: cannot read " + c.AttemptPath(6, 2) + "; GANTRY_ATTEMPT counts from attempt 2\nattempt 3\n"},
+		{"05 1\n", "", "gantry: cannot read " + c.AttemptPath(6, 2) + "; GANTRY_ATTEMPT counts from attempt 2\nattempt 2\n"},
+		{"5; rm -rf / 1\n", "", "gantry: cannot read " + c.AttemptPath(6, 2) + "; GANTRY_ATTEMPT counts from attempt 2\nattempt 2\n"},
+	}
+	for _, tc := range cases {
+		cmd, out := startScriptEnv(t, c, spec, tc.restarts, func() {
+			_ = os.Remove(c.AttemptPath(6, 2))
+			if tc.file != "" {
+				if err := os.WriteFile(c.AttemptPath(6, 2), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("file %q restarts %q: %v: %s", tc.file, tc.restarts, err, out)
+		}
+		if out.String() != tc.want {
+			t.Errorf("file %q restarts %q: output %q, want %q", tc.file, tc.restarts, out.String(), tc.want)
+		}
 	}
 }
