@@ -138,9 +138,9 @@ const RuntimeSlurm = "slurm"
 
 // Labels of the Gantry nodes of a Slurm pool: a Slurm node in several partitions is
 // a Gantry node in the pool of each, all of one machine, told apart from others by
-// the slurm.conf the pools' commands read and the Slurm node's name.
+// the name of its cluster (Slurm's ClusterName) and its own.
 const (
-	LabelSlurmConf      = "slurm.conf" // the slurm.conf path, or "default"
+	LabelSlurmCluster   = "slurm.cluster"
 	LabelSlurmNode      = "slurm.node"
 	LabelSlurmPartition = "slurm.partition"
 )
@@ -173,17 +173,30 @@ func SharedSlurmNodes(nodes []Node) map[int64]int64 {
 	return out
 }
 
+// SlurmClusterOf is the cluster a Slurm pool's node was last synced from: "" for
+// other nodes, and for those synced before their labels said.
+func SlurmClusterOf(n Node) string { return slurmLabels(n)[LabelSlurmCluster] }
+
 // slurmNodeKey is the machine a Slurm pool's node is: "" for other nodes, and for
-// those synced before their labels said which slurm.conf they came from.
+// those synced before their labels said which cluster they are of.
 func slurmNodeKey(n Node) string {
-	if n.Runtime != RuntimeSlurm || n.Labels == "" {
+	l := slurmLabels(n)
+	if l[LabelSlurmCluster] == "" || l[LabelSlurmNode] == "" {
 		return ""
+	}
+	return l[LabelSlurmCluster] + "\x00" + l[LabelSlurmNode]
+}
+
+// slurmLabels are a Slurm pool's node's labels; nil for other nodes.
+func slurmLabels(n Node) map[string]string {
+	if n.Runtime != RuntimeSlurm || n.Labels == "" {
+		return nil
 	}
 	var l map[string]string
-	if err := json.Unmarshal([]byte(n.Labels), &l); err != nil || l[LabelSlurmConf] == "" || l[LabelSlurmNode] == "" {
-		return ""
+	if err := json.Unmarshal([]byte(n.Labels), &l); err != nil {
+		return nil
 	}
-	return l[LabelSlurmConf] + "\x00" + l[LabelSlurmNode]
+	return l
 }
 
 // GPUDevice is one physical GPU of a node.

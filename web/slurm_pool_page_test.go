@@ -113,7 +113,7 @@ func TestClusterPageCountsASlurmNodeInTwoPoolsOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := slurm.Config{Partition: name, GRESTypes: map[string]string{"A100-80GB": "a100"}}
-			node, devs := slurm.GantryNode(name, cfg, slurm.Node{Name: "node1", State: "mixed", CPUs: 8, MemoryMiB: 8192,
+			node, devs := slurm.GantryNode(name, cfg, slurm.Node{Cluster: "gantry", Name: "node1", State: "mixed", CPUs: 8, MemoryMiB: 8192,
 				GPUs: []slurm.GRES{{Type: "a100", Count: 2}, {Type: "l4", Count: 2}}})
 			if _, err := st.SyncPoolNodes(t.Context(), pool.ID, []store.PoolNode{{Node: node, Devices: devs}}, "gone"); err != nil {
 				t.Fatal(err)

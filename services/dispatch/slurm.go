@@ -77,6 +77,9 @@ type slurmPool struct {
 	failures int
 	// inventoryAt is the last successful read of the partition's nodes.
 	inventoryAt time.Time
+	// conf is the confStamp of the slurm.conf at that read: once it changes, the
+	// nodes and the cluster's name are read again before anything is asked of Slurm.
+	conf string
 	// down says the pool's nodes were marked down because Slurm does not answer.
 	down string
 	// foreign is the last list of jobs outside Gantry written to the store.
@@ -199,11 +202,13 @@ func (p *SlurmPools) newPool(pool models.NodePool, cfg slurm.Config) (*slurmPool
 // tickPool runs one pass over one pool: its nodes when due, stops Gantry asked for,
 // a poll of its jobs, new submissions, and their output.
 func (p *SlurmPools) tickPool(ctx context.Context, sp *slurmPool, now time.Time) error {
-	if sp.down != "" || sp.inventoryAt.IsZero() || now.Sub(sp.inventoryAt) >= p.cfg.InventoryEvery {
+	conf := confStamp(sp.b.Config().SlurmConf)
+	if sp.down != "" || sp.inventoryAt.IsZero() || now.Sub(sp.inventoryAt) >= p.cfg.InventoryEvery || conf != sp.conf {
 		wasDown := sp.down != ""
 		if err := p.syncNodes(ctx, sp, now); err != nil {
 			return p.unreachable(ctx, sp, now, err)
 		}
+		sp.conf = conf
 		if wasDown {
 			// Slurm answers again; its nodes' states came back with its inventory.
 			if err := p.noteAll(ctx, sp, "slurm-reachable", "Slurm answers again"); err != nil {
@@ -267,8 +272,12 @@ func (p *SlurmPools) unreachable(ctx context.Context, sp *slurmPool, now time.Ti
 	sp.next = now.Add(slurm.Backoff(p.cfg.Follow.Interval, p.cfg.Follow.MaxBackoff, sp.failures))
 	reason := "Slurm does not answer: " + cause.Error()
 	var rejected *slurm.RejectedError
-	if errors.As(cause, &rejected) {
+	var moved *clusterMovedError
+	switch {
+	case errors.As(cause, &rejected):
 		reason = "Slurm refuses the pool's configuration: " + cause.Error()
+	case errors.As(cause, &moved):
+		reason = "Slurm pool reaches another cluster: " + cause.Error()
 	}
 	if sp.down != "" {
 		return nil // noted when the outage began

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -693,6 +695,82 @@ func (g *garbledSbatch) Run(ctx context.Context, name string, args []string, std
 	return out, err
 }
 
+// clusterNamed answers scontrol show config as the controller of the cluster it
+// names, when it names one: a slurm.conf edited to reach another cluster, on a
+// machine that has one Slurm.
+type clusterNamed struct {
+	slurm.Runner
+	name *atomic.Pointer[string]
+}
+
+func (c *clusterNamed) Run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {
+	out, err := c.Runner.Run(ctx, name, args, stdin)
+	if other := c.name.Load(); other != nil && err == nil && name == "scontrol" && strings.Join(args, " ") == "show config" {
+		out = regexp.MustCompile(`(?m)^ClusterName\s*=.*$`).ReplaceAll(out, []byte("ClusterName = "+*other))
+	}
+	return out, err
+}
+
+// A pool follows the cluster its slurm.conf reaches, read again as soon as the file
+// changes: edited to reach another cluster while a job of the pool runs on this one,
+// the pool does nothing there (its nodes go down saying why) until it reaches the
+// job's cluster again, where the job's end is then applied; with no job left, the
+// pool's nodes become the new cluster's, audited.
+func TestSlurmPoolFollowsItsCluster(t *testing.T) {
+	var other atomic.Pointer[string]
+	tune := func(c *dispatch.SlurmConfig) {
+		c.InventoryEvery = time.Hour // only an edit of slurm.conf makes the pool read its cluster again
+		exec := c.Runner
+		c.Runner = func(cfg slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(cfg), name: &other} }
+	}
+	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
+		other.Store(nil)
+		conf := filepath.Join(t.TempDir(), "slurm.conf")
+		s.writeConf(conf, false)
+		s.reconfigure(func(c *slurm.Config) { c.SlurmConf = conf })
+		node := func() *models.Node {
+			n, err := s.st.NodeByName(s.ctx, "hpc.node1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		j := s.submit("stays", 1, func(j *models.Job) { j.Command = `["sh","-c","sleep 10; echo done"]` })
+		s.untilState(j.ID, models.JobRunning)
+		if got := models.SlurmClusterOf(*node()); got != "gantry" {
+			t.Fatalf("the node's cluster: %q", got)
+		}
+
+		elsewhere := "elsewhere"
+		other.Store(&elsewhere)
+		s.writeConf(conf, false)
+		s.until("the pool's node to go down", func() bool { return node().State == models.NodeDown })
+		wantContains(t, "the node's reason", node().StateReason, "Slurm pool reaches another cluster: "+conf+
+			" now reaches Slurm cluster elsewhere, not gantry, where 1 of the pool's jobs are; Gantry leaves them alone until the pool reaches gantry again")
+		for range 3 {
+			s.tick()
+		}
+		s.wantState(j.ID, models.JobRunning)
+
+		other.Store(nil)
+		s.writeConf(conf, false)
+		s.untilState(j.ID, models.JobSucceeded)
+		if n := node(); n.State != models.NodeReady || models.SlurmClusterOf(*n) != "gantry" {
+			t.Errorf("the node with the pool back on its job's cluster: %+v", n)
+		}
+
+		other.Store(&elsewhere)
+		s.writeConf(conf, false)
+		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*node()) == "elsewhere" })
+		if n := node(); n.State != models.NodeReady {
+			t.Errorf("the node of the pool's new cluster: %s (%s)", n.State, n.StateReason)
+		}
+		if actions := strings.Join(s.auditActions(), " "); !strings.Contains(actions, "pool.slurm_cluster_changed") {
+			t.Errorf("audit %s lacks pool.slurm_cluster_changed", actions)
+		}
+	})
+}
+
 // Output the backend cannot read leaves the job waiting with the reason and is
 // retried, without submitting twice; Slurm's refusal fails the job with Slurm's
 // words; a partition Slurm does not know takes the pool's nodes down with why.
@@ -804,12 +882,16 @@ func TestSlurmNodesTakeWholeGPUsOnly(t *testing.T) {
 }
 
 // node1 of the test Slurm is in partitions gpu and debug: with a pool on each, it is
-// a Gantry node in both, its GPUs counted once. A job wanting both its a100s waits in
+// a Gantry node in both, its GPUs counted once, though the pools read two slurm.conf
+// files: Slurm's ClusterName, not a path, says which cluster a node is of. A job wanting both its a100s waits in
 // Gantry's queue, submitted nowhere, while another runs there, and runs after.
 func TestSlurmNodeInTwoPartitions(t *testing.T) {
 	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
 		cfg := s.cfg
 		cfg.Partition = "debug"
+		// The second pool reaches the cluster by another slurm.conf path.
+		cfg.SlurmConf = filepath.Join(t.TempDir(), "slurm.conf")
+		s.writeConf(cfg.SlurmConf, false)
 		raw, err := json.Marshal(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -820,7 +902,7 @@ func TestSlurmNodeInTwoPartitions(t *testing.T) {
 		s.tick()
 		for _, name := range []string{"hpc.node1", "dbg.node1"} {
 			n, err := s.st.NodeByName(s.ctx, name)
-			if err != nil || n.State != models.NodeReady {
+			if err != nil || n.State != models.NodeReady || models.SlurmClusterOf(*n) != "gantry" {
 				t.Fatalf("node %s: %+v, %v", name, n, err)
 			}
 		}
@@ -849,7 +931,7 @@ func slurmNodeInPools(t *testing.T, e *env, names ...string) []*models.NodePool 
 			t.Fatal(err)
 		}
 		cfg := slurm.Config{Partition: "part-" + name, SlurmConf: "/etc/slurm/slurm.conf", GRESTypes: map[string]string{"A100-80GB": "a100"}}
-		node, devs := slurm.GantryNode(name, cfg, slurm.Node{Name: "node1", Partitions: []string{"part-" + name}, State: "idle", CPUs: 8, MemoryMiB: 8192,
+		node, devs := slurm.GantryNode(name, cfg, slurm.Node{Cluster: "gantry", Name: "node1", Partitions: []string{"part-" + name}, State: "idle", CPUs: 8, MemoryMiB: 8192,
 			GPUs: []slurm.GRES{{Type: "a100", Count: 2}}})
 		if _, err := e.st.SyncPoolNodes(e.ctx, pool.ID, []store.PoolNode{{Node: node, Devices: devs}}, "gone"); err != nil {
 			t.Fatal(err)

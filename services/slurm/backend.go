@@ -57,15 +57,34 @@ func (b *Backend) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Inventory is a partition and its nodes.
+// Inventory is a partition and its nodes, on the cluster named Cluster.
 type Inventory struct {
+	Cluster   string
 	Partition Partition
 	Nodes     []Node
 }
 
-// Inventory reads the pool's partition and its nodes with their GPUs, for a
-// read-only view: Gantry never changes Slurm's nodes.
+// Cluster is the name of the cluster the pool's commands reach: the ClusterName of
+// its controller, whichever slurm.conf path leads there.
+func (b *Backend) Cluster(ctx context.Context) (string, error) {
+	out, err := b.command(ctx, "scontrol", []string{"show", "config"}, nil)
+	if err != nil {
+		return "", fmt.Errorf("read the cluster's name: %w", err)
+	}
+	name, err := parseClusterName(out)
+	if err != nil {
+		return "", fmt.Errorf("read the cluster's name: %w", err)
+	}
+	return name, nil
+}
+
+// Inventory reads the cluster's name, the pool's partition and its nodes with
+// their GPUs, for a read-only view: Gantry never changes Slurm's nodes.
 func (b *Backend) Inventory(ctx context.Context) (Inventory, error) {
+	cluster, err := b.Cluster(ctx)
+	if err != nil {
+		return Inventory{}, err
+	}
 	out, err := b.command(ctx, "scontrol", []string{"show", "partition", "-o", b.cfg.Partition}, nil)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("read partition %s: %w", b.cfg.Partition, err)
@@ -86,7 +105,10 @@ func (b *Backend) Inventory(ctx context.Context) (Inventory, error) {
 	if err != nil {
 		return Inventory{}, fmt.Errorf("read nodes of partition %s: %w", b.cfg.Partition, err)
 	}
-	return Inventory{Partition: parts[0], Nodes: nodes}, nil
+	for i := range nodes {
+		nodes[i].Cluster = cluster
+	}
+	return Inventory{Cluster: cluster, Partition: parts[0], Nodes: nodes}, nil
 }
 
 // Jobs lists every job of the partition that slurmctld still holds (finished jobs

@@ -224,6 +224,9 @@ func TestPingAndInventory(t *testing.T) {
 		case "scontrol ping":
 			return []byte("Slurmctld(primary) at vm is UP\n"), nil
 		case "scontrol show":
+			if args[1] == "config" {
+				return readFixture(t, "show_config.txt"), nil
+			}
 			return []byte(strings.Split(string(readFixture(t, "partitions.txt")), "\n")[0]), nil
 		case "sinfo -N":
 			return readFixture(t, "sinfo_busy.txt"), nil
@@ -234,13 +237,17 @@ func TestPingAndInventory(t *testing.T) {
 		t.Error(err)
 	}
 	inv, err := b.Inventory(context.Background())
-	if err != nil || inv.Partition.Name != "gpu" || inv.Partition.GPUs != 4 || len(inv.Nodes) != 1 || inv.Nodes[0].GPUs[0] != (GRES{"a100", 2}) {
+	if err != nil || inv.Cluster != "gantry" || inv.Partition.Name != "gpu" || inv.Partition.GPUs != 4 || len(inv.Nodes) != 1 ||
+		inv.Nodes[0].GPUs[0] != (GRES{"a100", 2}) || inv.Nodes[0].Cluster != "gantry" {
 		t.Errorf("inventory %+v, %v", inv, err)
 	}
-	if r.called("scontrol show partition -o gpu") != 1 || r.called("sinfo -N -h -p gpu -O NodeList:0") != 1 {
+	if r.called("scontrol show config") != 1 || r.called("scontrol show partition -o gpu") != 1 || r.called("sinfo -N -h -p gpu -O NodeList:0") != 1 {
 		t.Errorf("calls %q", r.calls)
 	}
 	b, _ = newFakeBackend(t, func(name string, args []string) ([]byte, error) {
+		if name == "scontrol" && args[1] == "config" {
+			return readFixture(t, "show_config.txt"), nil
+		}
 		return readFixture(t, "partitions.txt"), nil // both partitions: not the one asked for alone
 	})
 	if _, err := b.Inventory(context.Background()); err == nil || !strings.Contains(err.Error(), "want exactly that partition") {

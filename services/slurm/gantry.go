@@ -182,16 +182,13 @@ func charged(e Event) *Run {
 func NodeName(pool, node string) string { return pool + "." + node }
 
 // GantryNode is a Slurm node as Gantry shows it: read-only (runtime slurm, no
-// credential), labelled with its partition, name and slurm.conf (so that the Gantry
-// nodes of one Slurm node in several pools count once), its state and reason from Slurm's, and one device per GPU of its GRES,
-// named by the pool's gres_types (a100 shows as A100-80GB).
+// credential), labelled with its partition, name and cluster (so that the Gantry
+// nodes of one Slurm node in several pools count once, whatever slurm.conf path each
+// pool reaches its cluster by), its state and reason from Slurm's, and one device per
+// GPU of its GRES, named by the pool's gres_types (a100 shows as A100-80GB).
 func GantryNode(pool string, cfg Config, n Node) (models.Node, []models.GPUDevice) {
 	state, reason := nodeState(n.State, n.Reason)
-	conf := cfg.SlurmConf
-	if conf == "" {
-		conf = "default"
-	}
-	labels, _ := json.Marshal(map[string]string{models.LabelSlurmPartition: cfg.Partition, models.LabelSlurmNode: n.Name, models.LabelSlurmConf: conf})
+	labels, _ := json.Marshal(map[string]string{models.LabelSlurmPartition: cfg.Partition, models.LabelSlurmNode: n.Name, models.LabelSlurmCluster: n.Cluster})
 	node := models.Node{
 		Name: NodeName(pool, n.Name), State: state, StateReason: reason, Labels: string(labels),
 		CPUMilli: int64(n.CPUs) * 1000, MemoryMiB: n.MemoryMiB, Runtime: models.RuntimeSlurm,

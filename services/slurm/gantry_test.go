@@ -149,9 +149,10 @@ func TestGantryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Partition: "gpu", GRESTypes: map[string]string{"A100-80GB": "a100"}}
+	nodes[0].Cluster = "gantry"
 	n, devs := GantryNode("hpc", cfg, nodes[0])
 	if n.Name != "hpc.node1" || n.State != models.NodeReady || n.Runtime != models.RuntimeSlurm || n.CPUMilli != 8000 || n.MemoryMiB != 8192 ||
-		n.CredentialHash != "" || n.Labels != `{"slurm.conf":"default","slurm.node":"node1","slurm.partition":"gpu"}` {
+		n.CredentialHash != "" || n.Labels != `{"slurm.cluster":"gantry","slurm.node":"node1","slurm.partition":"gpu"}` {
 		t.Errorf("node %+v", n)
 	}
 	var got []string
@@ -166,8 +167,9 @@ func TestGantryNode(t *testing.T) {
 }
 
 // A node that sinfo lists in two partitions is a Gantry node in the pool of each,
-// and both are known for one machine, whose capacity counts once; the node of the
-// same name on another cluster (another slurm.conf) is another machine.
+// and both are known for one machine, whose capacity counts once, though the pools
+// reach the cluster by two slurm.conf paths; the node of the same name on another
+// cluster is another machine, though its pool reads a slurm.conf of the same path.
 func TestNodeInTwoPartitionsIsOneMachine(t *testing.T) {
 	nodes, err := parseSinfoNodes(readFixture(t, "sinfo_busy.txt"))
 	if err != nil {
@@ -177,15 +179,18 @@ func TestNodeInTwoPartitionsIsOneMachine(t *testing.T) {
 		t.Fatalf("sinfo lists node1 once per partition; want one node in both: %+v", nodes)
 	}
 	var gantry []models.Node
-	for i, part := range nodes[0].Partitions {
-		n, devs := GantryNode("pool-"+part, Config{Partition: part, SlurmConf: "/etc/slurm/slurm.conf"}, nodes[0])
+	node := nodes[0]
+	node.Cluster = "gantry"
+	for i, part := range node.Partitions {
+		n, devs := GantryNode("pool-"+part, Config{Partition: part, SlurmConf: "/etc/slurm-" + part + "/slurm.conf"}, node)
 		if len(devs) != 4 {
 			t.Fatalf("%s: %d GPUs, want 4", n.Name, len(devs))
 		}
 		n.ID = int64(10 + i)
 		gantry = append(gantry, n)
 	}
-	other, _ := GantryNode("elsewhere", Config{Partition: "gpu", SlurmConf: "/etc/other/slurm.conf"}, nodes[0])
+	node.Cluster = "elsewhere"
+	other, _ := GantryNode("elsewhere", Config{Partition: "gpu", SlurmConf: "/etc/slurm-gpu/slurm.conf"}, node)
 	other.ID = 5
 	gantry = append(gantry, other)
 	got := models.SharedSlurmNodes(gantry)

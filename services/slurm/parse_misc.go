@@ -43,3 +43,20 @@ func lineError(command string, num int, line, jobID string, err error) *ParseErr
 	}
 	return pe
 }
+
+// parseClusterName reads the ClusterName line of `scontrol show config`, which
+// prints the controller's configuration as "Key = value" lines.
+func parseClusterName(out []byte) (string, error) {
+	for i, l := range strings.Split(string(out), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || strings.TrimSpace(k) != "ClusterName" {
+			continue
+		}
+		name := strings.TrimSpace(v)
+		if !slurmName(name) {
+			return "", &ParseError{Command: "scontrol show config", Line: i + 1, Field: "ClusterName", Text: l, Err: errors.New("want a cluster name")}
+		}
+		return name, nil
+	}
+	return "", &ParseError{Command: "scontrol show config", Text: string(out), Err: errors.New("no ClusterName line")}
+}

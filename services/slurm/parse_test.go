@@ -323,3 +323,14 @@ func TestParseRestarts(t *testing.T) {
 		}
 	}
 }
+
+func TestParseClusterName(t *testing.T) {
+	if got, err := parseClusterName(readFixture(t, "show_config.txt")); err != nil || got != "gantry" {
+		t.Errorf("recorded: %q, %v", got, err)
+	}
+	for _, in := range []string{"", "Configuration data as of 2026-12-01T15:04:50\nClusterName             = (null)\n", "ClusterName = a b\n", "SlurmctldHost = vm\n"} {
+		if _, err := parseClusterName([]byte(in)); err == nil || !Transient(err) || !strings.Contains(err.Error(), "scontrol show config") {
+			t.Errorf("%q: got %v, want a transient parse error naming scontrol show config", in, err)
+		}
+	}
+}

@@ -165,6 +165,10 @@ func TestRealInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := inv.Nodes
+	// The controller's ClusterName, whatever slurm.conf the commands read.
+	if inv.Cluster != "gantry" || len(n) != 1 || n[0].Cluster != "gantry" {
+		t.Errorf("cluster %q, nodes %+v; want gantry's", inv.Cluster, n)
+	}
 	if inv.Partition.Name != "gpu" || !inv.Partition.Default || inv.Partition.GPUs != 4 || len(n) != 1 || n[0].Name != "node1" ||
 		n[0].CPUs != 8 || n[0].MemoryMiB != 8192 || fmt.Sprint(n[0].GPUs) != "[{a100 2} {l4 2}]" || fmt.Sprint(n[0].Partitions) != "[gpu]" {
 		t.Errorf("inventory %+v", inv)

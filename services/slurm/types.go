@@ -16,6 +16,7 @@ type Partition struct {
 
 // Node is a Slurm node and its GPUs: what Gantry shows as a read-only node.
 type Node struct {
+	Cluster        string // the ClusterName of its cluster
 	Name           string
 	Partitions     []string
 	State          string // as sinfo prints it, e.g. idle, mixed, allocated, down*, drained
