@@ -7,6 +7,7 @@ import (
 	gormadapter "github.com/casbin/gorm-adapter/v3"
 	"gorm.io/gorm"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -82,14 +83,31 @@ type ProjectRole struct {
 	Role      string
 }
 
-// ProjectRolesOfUser returns the user's roles in projects, by project name.
+// ProjectRolesOfUser returns the user's roles in projects, by project name. The jobs
+// list asks for them on every view of a member (their scope and their project filter),
+// so they are read on the read pool and scanned without gorm's reflection.
 func (s *Store) ProjectRolesOfUser(ctx context.Context, userID int64) ([]ProjectRole, error) {
-	var out []ProjectRole
-	err := s.with(ctx).Raw(`SELECT p.id AS project_id, p.name AS project, t.name AS team, m.role
+	param := "?"
+	if s.dialect == migrations.Postgres {
+		param = "$1"
+	}
+	rows, err := s.read(ctx).Statement.ConnPool.QueryContext(ctx, `SELECT p.id, p.name, t.name, m.role
 		FROM memberships m JOIN projects p ON p.id = m.project_id JOIN teams t ON t.id = p.team_id
-		WHERE m.user_id = ? ORDER BY p.name`, userID).Scan(&out).Error
+		WHERE m.user_id = `+param+` ORDER BY p.name`, userID)
 	if err != nil {
-		return nil, fmt.Errorf("project roles of user %d: %w", userID, err)
+		return nil, fmt.Errorf("project roles of user %d: %w", userID, s.driverError(err))
+	}
+	defer rows.Close()
+	var out []ProjectRole
+	for rows.Next() {
+		var r ProjectRole
+		if err := rows.Scan(&r.ProjectID, &r.Project, &r.Team, &r.Role); err != nil {
+			return nil, fmt.Errorf("project roles of user %d: %w", userID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("project roles of user %d: %w", userID, s.driverError(err))
 	}
 	return out, nil
 }

@@ -37,3 +37,34 @@ func TestProjectNames(t *testing.T) {
 		}
 	})
 }
+
+// A user's roles come by project name, with each project's team.
+func TestProjectRolesOfUser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		u, detect := fixture(t, s)
+		asr := &models.Project{TeamID: detect.TeamID, Name: "asr"}
+		other := &models.Project{TeamID: detect.TeamID, Name: "other"}
+		for _, p := range []*models.Project{asr, other} {
+			if err := s.CreateProject(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.SetMembership(ctx, u.ID, detect.ID, models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMembership(ctx, u.ID, asr.ID, models.RoleTeamLead); err != nil {
+			t.Fatal(err)
+		}
+		roles, err := s.ProjectRolesOfUser(ctx, u.ID)
+		want := []store.ProjectRole{{ProjectID: asr.ID, Project: "asr", Team: "vision", Role: models.RoleTeamLead},
+			{ProjectID: detect.ID, Project: "detect", Team: "vision", Role: models.RoleMember}}
+		if err != nil || !slices.Equal(roles, want) {
+			t.Errorf("ProjectRolesOfUser = %+v, %v; want %+v", roles, err, want)
+		}
+		if roles, err := s.ProjectRolesOfUser(ctx, u.ID+1000); err != nil || len(roles) != 0 {
+			t.Errorf("roles of nobody = %+v, %v", roles, err)
+		}
+	})
+}
