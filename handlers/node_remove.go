@@ -11,7 +11,7 @@ func (h *Handler) NodeRemove(c *gin.Context) {
 	name := c.Param("name")
 	if !h.confirmed(c, templates.ConfirmData{
 		Heading: "Remove node " + name + "?",
-		Message: name + " goes down and its agent's credential is revoked: the machine comes back only by joining again with a new join token. This is refused while jobs run there; drain it first. Its history stays.",
+		Message: name + " goes down and its agent's credential is revoked: the machine comes back only by joining again with a new join token. A machine an autoscaled pool created is deleted. This is refused while jobs run there; drain it first. Its history stays.",
 		Button:  "Remove " + name, Back: "/admin/nodes",
 	}) {
 		return

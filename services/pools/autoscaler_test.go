@@ -247,3 +247,95 @@ func TestAutoscalerScalesUpThePoolWhoseRuntimeStartsTheJob(t *testing.T) {
 		}
 	})
 }
+
+// A node an admin removes can never serve again (its credential is gone), so its
+// machine is deleted, with the removal as the reason, and replaced only where the pool
+// is below its minimum; removing a node of no pool changes no pool.
+func TestRemovedNodeGivesItsMachineBack(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		e := newLoopEnv(t, st)
+		kept := e.pool("l4-min", func(s *pools.Spec) { s.MinNodes = 1; s.IdleTimeout = "1h" })
+		spot := e.pool("l4-spot", func(s *pools.Spec) { s.IdleTimeout = "1h" })
+		e.tick()
+		if _, err := e.svc.CreateNodes(e.ctx, *spot, 1, "a job waits", nil); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.instances(kept)) != 1 || len(e.machines()) != 2 {
+			t.Fatalf("min pool %v, cloud %v", e.instances(kept), e.machines())
+		}
+		for _, m := range e.machines() {
+			if _, err := e.boot(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		secret, _, err := dispatch.CreateJoinToken(e.ctx, st, e.audit, e.clock.now(), dispatch.JoinTokenSpec{Name: "gpu-1", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.boot(machine{Name: "gpu-1", JoinToken: secret}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.advance(2 * time.Second)
+		e.tick()
+		before, events := e.machines(), len(e.eventKinds(kept))+len(e.eventKinds(spot))
+
+		if _, err := e.disp.RemoveNode(e.ctx, "gpu-1", "removed by ada"); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.advance(2 * time.Second)
+		e.tick()
+		if len(e.machines()) != len(before) || len(e.eventKinds(kept))+len(e.eventKinds(spot)) != events {
+			t.Fatalf("removing a node of no pool changed a pool: cloud %v, events %v %v", e.machines(), e.eventKinds(kept), e.eventKinds(spot))
+		}
+
+		for name := range before {
+			if _, err := e.disp.RemoveNode(e.ctx, name, "removed by ada"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.advance(2 * time.Second)
+		e.tick()
+		for name := range before {
+			if _, ok := e.machines()[name]; ok {
+				t.Fatalf("the machine of removed node %s still runs", name)
+			}
+		}
+		for _, p := range []*models.NodePool{kept, spot} {
+			evs, err := st.PoolEvents(e.ctx, store.PoolEventFilter{PoolID: p.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted := 0
+			for _, ev := range evs {
+				if ev.Kind == models.PoolDeleted {
+					deleted++
+					if !strings.Contains(ev.Reason, "node removed by ada") {
+						t.Errorf("pool %s: deletion event says %q, want the removal", p.Name, ev.Reason)
+					}
+				}
+			}
+			if deleted != 1 {
+				t.Errorf("pool %s has %d deletion events, want 1", p.Name, deleted)
+			}
+			for name, in := range e.instances(p) {
+				if _, removed := before[name]; removed && (in.State != models.InstanceDeleted || in.StateReason != "node removed by ada: deleted" || in.DeletedAt == nil) {
+					t.Errorf("instance of removed node %s: %+v", name, in)
+				}
+			}
+		}
+		if e.auditCount("pool.deleted") != 2 {
+			t.Fatalf("%d pool.deleted audit entries, want 2", e.auditCount("pool.deleted"))
+		}
+		// The pool of minimum 1 asks for a new machine; the other, needing none, does not.
+		if ms := e.machines(); len(ms) != 1 {
+			t.Fatalf("cloud after the removals: %v, want one new machine of l4-min", ms)
+		}
+		for name, m := range e.machines() {
+			if m.Pool != "l4-min" || e.instances(kept)[name].State != models.InstanceRequested {
+				t.Fatalf("new machine %s of pool %s: %+v", name, m.Pool, e.instances(kept)[name])
+			}
+		}
+	})
+}

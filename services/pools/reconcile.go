@@ -21,14 +21,17 @@ type ReconcileReport struct {
 	Vanished  []string // machines the provider no longer lists
 	Deleted   []string // retired nodes whose machine was deleted
 	Reclaimed []string // nodes the provider announced it will reclaim
+	Removed   []string // nodes an admin removed, whose machine was deleted
 }
 
 // Reconcile compares the provider's list of the pool's machines with what Gantry asked
 // for: a machine nobody expects is deleted (so none leaks and runs up a bill), a
 // request whose agent never joined within the boot timeout is deleted and counted
-// failed, a retired node with nothing left running is deleted, a machine the provider
-// no longer lists is forgotten, and one the provider says it will reclaim is handed to
-// dispatch to checkpoint and requeue its jobs. Static pools have nothing to reconcile.
+// failed, a retired node with nothing left running is deleted, so is the machine of a
+// node an admin removed (its credential is gone: it could never serve again, only
+// bill), a machine the provider no longer lists is forgotten, and one the provider says
+// it will reclaim is handed to dispatch to checkpoint and requeue its jobs. Static
+// pools have nothing to reconcile.
 func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileReport, error) {
 	var rep ReconcileReport
 	if p.Provider != ProviderExec {
@@ -71,8 +74,8 @@ func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileRe
 	}
 	now := s.now().UTC()
 	seen := map[string]bool{}
-	var leaked, remove []Instance
-	var removeRows []*models.PoolInstance
+	var leaked []Instance
+	var remove []doomed
 	for _, l := range listed {
 		seen[l.Name] = true
 		in, ok := expected[l.Name]
@@ -81,6 +84,11 @@ func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileRe
 			continue
 		}
 		n := nodeByName[l.Name]
+		if n != nil && n.RemovedAt != nil && in.State != models.InstanceDeleting {
+			remove = append(remove, doomed{l, in, models.InstanceDeleted, removedBecause(n)})
+			rep.Removed = append(rep.Removed, in.Name)
+			continue
+		}
 		if l.Interruption != nil && n != nil {
 			if err := s.fleet.Reclaim(ctx, n.Name, l.Interruption.Deadline, "the provider reports: "+orDefault(l.Interruption.Reason, "spot interruption")); err != nil {
 				s.log.Error("cannot reclaim a node the provider interrupts", "pool", p.Name, "node", n.Name, "err", err)
@@ -101,12 +109,12 @@ func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileRe
 				}
 				rep.Joined = append(rep.Joined, in.Name)
 			} else if now.Sub(in.RequestedAt) >= s.cfg.BootTimeout {
-				remove, removeRows = append(remove, l), append(removeRows, in)
+				remove = append(remove, doomed{l, in, models.InstanceFailed, fmt.Sprintf("its agent did not join within %s: deleted", s.cfg.BootTimeout)})
 				rep.TimedOut = append(rep.TimedOut, in.Name)
 			}
 		case models.InstanceDeleting:
 			if n == nil || n.State == models.NodeLost || n.State == models.NodeDown || quiet(lastBusy, n.ID) {
-				remove, removeRows = append(remove, l), append(removeRows, in)
+				remove = append(remove, doomed{l, in, models.InstanceDeleted, retiredBecause(*in)})
 				rep.Deleted = append(rep.Deleted, in.Name)
 			}
 		}
@@ -114,7 +122,7 @@ func (s *Service) Reconcile(ctx context.Context, p models.NodePool) (ReconcileRe
 	if err := s.deleteLeaked(ctx, p, info, prov, leaked, &rep); err != nil {
 		return rep, err
 	}
-	if err := s.deleteMachines(ctx, p, info, prov, remove, removeRows, nodeByName); err != nil {
+	if err := s.deleteMachines(ctx, p, info, prov, remove, nodeByName); err != nil {
 		return rep, err
 	}
 	for _, in := range live {
@@ -135,6 +143,15 @@ func retiredBecause(in models.PoolInstance) string {
 		return in.StateReason
 	}
 	return "scaled down: " + in.StateReason
+}
+
+// removedBecause says why a removed node's machine goes, with the reason the node
+// keeps from its removal ("removed by ada").
+func removedBecause(n *models.Node) string {
+	if strings.HasPrefix(n.StateReason, "removed ") {
+		return "node " + n.StateReason + ": deleted"
+	}
+	return "node removed (" + n.StateReason + "): deleted"
 }
 
 // quiet reports whether nothing runs on the node now.
@@ -176,21 +193,32 @@ func (s *Service) deleteLeaked(ctx context.Context, p models.NodePool, info Pool
 		fmt.Sprintf("the provider ran %s that Gantry did not ask for or had given up on: deleted", strings.Join(names, ", ")), map[string]any{"names": names})
 }
 
-// deleteMachines deletes retired nodes and requests that never joined, then marks
-// their rows, nodes and join tokens done.
-func (s *Service) deleteMachines(ctx context.Context, p models.NodePool, info PoolInfo, prov Provider, remove []Instance, rows []*models.PoolInstance, nodes map[string]*models.Node) error {
+// doomed is a machine Reconcile deletes, the state its row ends in and why.
+type doomed struct {
+	machine Instance
+	row     *models.PoolInstance
+	final   string
+	reason  string
+}
+
+// deleteMachines deletes retired nodes, removed nodes and requests that never joined,
+// then marks their rows, nodes and join tokens done.
+func (s *Service) deleteMachines(ctx context.Context, p models.NodePool, info PoolInfo, prov Provider, remove []doomed, nodes map[string]*models.Node) error {
 	if len(remove) == 0 {
 		return nil
 	}
-	if err := prov.Delete(ctx, info, remove); err != nil {
+	machines := make([]Instance, len(remove))
+	for i, d := range remove {
+		machines[i] = d.machine
+	}
+	if err := prov.Delete(ctx, info, machines); err != nil {
 		_ = s.Record(ctx, p, models.PoolFailed, len(remove), "cannot delete machines: "+err.Error(), nil)
 		return fmt.Errorf("delete machines of pool %s: %w", p.Name, err)
 	}
 	now := s.now().UTC()
-	for _, in := range rows {
-		final, reason := models.InstanceDeleted, retiredBecause(*in)
-		if in.State == models.InstanceRequested {
-			final, reason = models.InstanceFailed, fmt.Sprintf("its agent did not join within %s: deleted", s.cfg.BootTimeout)
+	for _, d := range remove {
+		in, final, reason := d.row, d.final, d.reason
+		if final == models.InstanceFailed {
 			s.revokeToken(ctx, p, in.Name)
 		}
 		err := s.store.SetPoolInstanceState(ctx, in.ID, []string{in.State}, final, reason, store.InstanceChange{DeletedAt: &now})
