@@ -15,6 +15,7 @@ const (
 	PrincipalKey  = "gantry.principal"  // *identity.Principal of a signed-in caller
 	PermissionKey = "gantry.permission" // authz.Permission in the route's domain
 	ProjectKey    = "gantry.project"    // *models.Project of a project route
+	JobKey        = "gantry.job"        // *models.Job named by :id, on a route whose project is the job's
 )
 
 // Cookies Gantry sets. All are HttpOnly and SameSite=Lax, and Secure when served over TLS.
@@ -43,6 +44,14 @@ func routeProject(c *gin.Context) *models.Project {
 	p, _ := c.Get(ProjectKey)
 	pr, _ := p.(*models.Project)
 	return pr
+}
+
+// routeJob returns the job the gate loaded to find a job route's project, or nil
+// where it loaded none.
+func routeJob(c *gin.Context) *models.Job {
+	j, _ := c.Get(JobKey)
+	job, _ := j.(*models.Job)
+	return job
 }
 
 // csrfToken is the token state-changing forms of this request must carry.

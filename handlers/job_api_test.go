@@ -367,3 +367,60 @@ func TestJobAPISecretEnv(t *testing.T) {
 		}
 	})
 }
+
+// A job route answers the job the gate loaded to find its project (handlers.JobKey),
+// read once per request; without one it loads the job itself.
+func TestJobHandedByTheGate(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		user := &models.User{Username: "ada"}
+		team := &models.Team{Name: "vision"}
+		if err := st.CreateUser(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
+			t.Fatal(err)
+		}
+		srv := jobAPI(t, st, user, &kicks{})
+		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "stored", "command": ["true"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored struct{ ID int64 }
+		err = json.NewDecoder(res.Body).Decode(&stored)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusCreated {
+			t.Fatalf("submit = %d, %v", res.StatusCode, err)
+		}
+		loaded, err := st.JobByID(ctx, stored.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the gate read, told apart from the stored row by its name.
+		loaded.Name = "as-the-gate-read-it"
+		h := handlers.New(st, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), handlers.Services{Jobs: jobs.New(st, audit.New(st, time.Now), &kicks{}, nil)})
+		r := gin.New()
+		r.Use(func(c *gin.Context) {
+			c.Set(handlers.UserKey, user)
+			c.Set(handlers.JobKey, loaded)
+		})
+		r.GET("/api/v1/jobs/:id", h.JobShow)
+		gated := httptest.NewServer(r)
+		t.Cleanup(gated.Close)
+		for url, want := range map[string]string{gated.URL: "as-the-gate-read-it", srv.URL: "stored"} {
+			res, err := http.Get(url + "/api/v1/jobs/" + strconv.FormatInt(stored.ID, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var job struct{ Name string }
+			err = json.NewDecoder(res.Body).Decode(&job)
+			res.Body.Close()
+			if err != nil || res.StatusCode != http.StatusOK || job.Name != want {
+				t.Errorf("GET = %d %q, %v; want %q", res.StatusCode, job.Name, err, want)
+			}
+		}
+	})
+}

@@ -11,9 +11,12 @@ import (
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// jobPageParam loads the job named by the :id path parameter of a page, or answers
+// jobPageParam loads the job (the one the gate loaded, where it did) named by the :id path parameter of a page, or answers
 // with an error page.
 func (h *Handler) jobPageParam(c *gin.Context) *models.Job {
+	if j := routeJob(c); j != nil {
+		return j
+	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		h.errorPage(c, http.StatusBadRequest, "No such job", "A job is named by its number, e.g. /jobs/12.")

@@ -33,8 +33,11 @@ func (h *Handler) answerJob(c *gin.Context, j *models.Job) {
 	c.JSON(http.StatusOK, v)
 }
 
-// jobParam loads the job named by the :id path parameter, or answers 400/404.
+// jobParam loads the job (the one the gate loaded, where it did) named by the :id path parameter, or answers 400/404.
 func (h *Handler) jobParam(c *gin.Context) *models.Job {
+	if j := routeJob(c); j != nil {
+		return j
+	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		jsonError(c, http.StatusBadRequest, "invalid", "a job id is a positive integer", "id")

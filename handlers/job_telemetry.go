@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,14 +31,8 @@ var throughputNames = []string{"samples_per_sec", "samples/s", "throughput", "to
 // refresh) gets the panel alone.
 func (h *Handler) JobTelemetry(c *gin.Context) {
 	ctx := c.Request.Context()
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil {
-		h.errorPage(c, http.StatusBadRequest, "No such job", "A job id is a positive integer.")
-		return
-	}
-	job, err := h.jobs.Job(ctx, id)
-	if err != nil {
-		h.serverError(c, err)
+	job := h.jobPageParam(c)
+	if job == nil {
 		return
 	}
 	d, err := h.jobTelemetry(ctx, job, time.Now().UTC())

@@ -294,6 +294,8 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 		if err != nil {
 			return nil, g.internal(c, err)
 		}
+		// The handler reads the job from here rather than a second time.
+		c.Set(handlers.JobKey, j)
 		return p, nil
 	}
 	p, err := g.store.ProjectByName(ctx, name)
