@@ -38,7 +38,8 @@ func waitTrue(t *testing.T, ctx context.Context, script, what string, within tim
 // the state, why it waits, where it runs and the actions change with it (Cancel goes,
 // Re-run stays), each new state is said in the status line a screen reader reads, the
 // telemetry panel starts refreshing once the job runs, and a keyboard user's focus
-// stays on the action it was on while the page refreshes. On a
+// stays on the action it was on while the page refreshes, or, when that action goes
+// (Cancel, as the job ends), moves to the one that took its place (Re-run). On a
 // phone the actions fit the screen and stay reachable by keyboard.
 func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
@@ -119,6 +120,8 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	waitText(t, ctx, "#job-state-said", "Job follow-me: succeeded.", 5*time.Second)
 	waitTrue(t, ctx, `!document.getElementById("cancel-job") && !document.getElementById("hold-job") && !!document.getElementById("rerun-job")`,
 		"Cancel and Hold leaving, Re-run staying", 5*time.Second)
+	waitTrue(t, ctx, `document.activeElement.id === "rerun-job"`,
+		"focus, on Cancel as the job ended, going to Re-run (not the top of the page)", 2*time.Second)
 	waitText(t, ctx, "[data-testid=actions]", "Clone", time.Second)
 	waitText(t, ctx, "[data-testid=timeline]", "succeeded", time.Second)
 	waitText(t, ctx, "[data-testid=log-output]", "done", 10*time.Second)
