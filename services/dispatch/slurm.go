@@ -258,7 +258,7 @@ func (p *SlurmPools) track(ctx context.Context, sp *slurmPool) ([]models.SlurmJo
 		if err != nil {
 			return nil, fmt.Errorf("Slurm job %s of job %d: %w", r.SlurmJobID, r.JobID, err)
 		}
-		sp.f.Track(slurm.Tracked{SlurmID: r.SlurmJobID, JobID: r.JobID, Attempt: r.CurrentAttempt, Seen: seen})
+		sp.f.Track(slurm.Tracked{SlurmID: r.SlurmJobID, JobID: r.JobID, Attempt: r.CurrentAttempt, Submitted: r.Attempt, Seen: seen})
 		sp.rows[r.SlurmJobID] = r.ID
 	}
 	return rows, nil

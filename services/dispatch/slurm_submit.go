@@ -110,7 +110,7 @@ func (p *SlurmPools) releaseHeld(ctx context.Context, sp *slurmPool, job *models
 	if err != nil {
 		return false, fmt.Errorf("Slurm job %s of job %d: %w", held.SlurmJobID, job.ID, err)
 	}
-	sp.f.Track(slurm.Tracked{SlurmID: held.SlurmJobID, JobID: job.ID, Attempt: a.Attempt, Seen: seen})
+	sp.f.Track(slurm.Tracked{SlurmID: held.SlurmJobID, JobID: job.ID, Attempt: a.Attempt, Submitted: held.Attempt, Seen: seen})
 	sp.rows[held.SlurmJobID] = held.ID
 	return true, nil
 }
@@ -172,7 +172,7 @@ func (p *SlurmPools) recordSubmission(ctx context.Context, sp *slurmPool, job *m
 	if err != nil {
 		return fmt.Errorf("record Slurm job %s of job %d: %w", id, job.ID, err)
 	}
-	sp.f.Track(slurm.Tracked{SlurmID: id, JobID: job.ID, Attempt: job.Attempt})
+	sp.f.Track(slurm.Tracked{SlurmID: id, JobID: job.ID, Attempt: job.Attempt, Submitted: job.Attempt})
 	sp.rows[id] = row.ID
 	return nil
 }

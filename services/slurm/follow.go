@@ -47,7 +47,11 @@ type Tracked struct {
 	SlurmID string
 	JobID   int64
 	Attempt int
-	Seen    Seen
+	// Submitted is the attempt the Slurm job was submitted as, which its Slurm job
+	// name says (Config.SlurmName): what Slurm reports under SlurmID with another name
+	// is another job, as when Slurm's job ids restart.
+	Submitted int
+	Seen      Seen
 }
 
 // Event is one thing that happened to a tracked job.
@@ -100,16 +104,17 @@ type Follower struct {
 
 	mu      sync.Mutex
 	tracked map[string]*Tracked
-	// done holds Gantry's jobs no longer followed while squeue still lists them, so
-	// that they are not taken for jobs submitted outside Gantry.
-	done    map[string]bool
+	// done holds Gantry's jobs no longer followed while squeue still lists them, by
+	// Slurm id to Slurm job name, so that they are not taken for jobs submitted
+	// outside Gantry.
+	done    map[string]string
 	health  Health
 	foreign []Job
 }
 
 // NewFollower follows jobs of b's partition.
 func NewFollower(b *Backend, cfg FollowConfig, now func() time.Time) *Follower {
-	return &Follower{b: b, cfg: cfg, now: now, tracked: map[string]*Tracked{}, done: map[string]bool{},
+	return &Follower{b: b, cfg: cfg, now: now, tracked: map[string]*Tracked{}, done: map[string]string{},
 		health: Health{Reachable: true, Since: now().UTC()}}
 }
 
@@ -124,9 +129,14 @@ func (f *Follower) Track(t Tracked) {
 func (f *Follower) Untrack(slurmID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if t, ok := f.tracked[slurmID]; ok {
+		f.done[slurmID] = f.nameOf(*t)
+	}
 	delete(f.tracked, slurmID)
-	f.done[slurmID] = true
 }
+
+// nameOf is the Slurm job name a tracked job was submitted under.
+func (f *Follower) nameOf(t Tracked) string { return f.b.cfg.SlurmName(t.JobID, t.Submitted) }
 
 // Health says whether Slurm answered the last poll.
 func (f *Follower) Health() Health {
@@ -194,12 +204,14 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 	inQueue := map[string]Job{}
 	for _, j := range jobs {
 		inQueue[j.ID] = j
-		if _, ok := f.tracked[j.ID]; !ok && !f.done[j.ID] {
+		t, tracked := f.tracked[j.ID]
+		done, ok := f.done[j.ID]
+		if !(tracked && f.nameOf(*t) == j.Name) && !(ok && done == j.Name) {
 			foreign = append(foreign, j)
 		}
 	}
-	for id := range f.done {
-		if _, ok := inQueue[id]; !ok {
+	for id, name := range f.done {
+		if j, ok := inQueue[id]; !ok || j.Name != name {
 			delete(f.done, id)
 		}
 	}
@@ -218,7 +230,7 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 		if _, ok := unreadable[t.SlurmID]; ok {
 			continue
 		}
-		if j, ok := inQueue[t.SlurmID]; !ok || needsAccounting(t.Seen, j) {
+		if j, ok := inQueue[t.SlurmID]; !ok || j.Name != f.nameOf(t) || needsAccounting(t.Seen, j) {
 			needRuns = append(needRuns, t.SlurmID)
 		}
 	}
@@ -235,9 +247,15 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 		if pe, ok := unreadable[t.SlurmID]; ok {
 			evs = unreadableEvents(t, pe)
 		} else if runsErr == nil || !contains(needRuns, t.SlurmID) {
+			name := f.nameOf(t)
 			j, queued := inQueue[t.SlurmID]
-			rs, accounted := runs[t.SlurmID]
-			evs = f.advance(t, j, queued, rs, accounted, now)
+			var other *Job
+			if queued && j.Name != name {
+				stranger := j
+				other, j, queued = &stranger, Job{}, false
+			}
+			rs := ownRuns(runs[t.SlurmID], name)
+			evs = f.advance(t, j, queued, other, rs, len(rs) > 0, now)
 		} // else accounting is unreachable: the job keeps its state until it answers
 		f.deliver(ctx, t, evs, handle)
 		if ctx.Err() != nil {
@@ -265,7 +283,7 @@ func (f *Follower) deliver(ctx context.Context, t Tracked, evs []Event, handle f
 	case !ok:
 	case final:
 		delete(f.tracked, t.SlurmID)
-		f.done[t.SlurmID] = true
+		f.done[t.SlurmID] = f.nameOf(t)
 	default:
 		cur.Seen = seen
 	}
@@ -298,9 +316,23 @@ func runEndedSince(seen Seen, j Job, phase int) bool {
 	return !seen.Start.IsZero() && (phase != phaseRunning || !j.Start.Equal(seen.Start))
 }
 
+// ownRuns are the runs of a tracked job among sacct's records of its id, by name:
+// slurmdbd keeps the jobs an id was given before Slurm's ids restarted. A placeholder
+// (see endedRuns) has no name yet; it stays, to be waited for.
+func ownRuns(rs []Run, name string) []Run {
+	var own []Run
+	for _, r := range rs {
+		if r.Name == name || r.Partition == "" {
+			own = append(own, r)
+		}
+	}
+	return own
+}
+
 // advance compares a tracked job with what Slurm says now and returns the events
-// between. queued says squeue listed j; accounted says sacct answered with rs.
-func (f *Follower) advance(t Tracked, j Job, queued bool, rs []Run, accounted bool, now time.Time) []Event {
+// between. queued says squeue listed j; other is the job squeue lists under the
+// tracked job's id when that is another job; accounted says sacct answered with rs.
+func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, accounted bool, now time.Time) []Event {
 	seen := t.Seen
 	var evs []Event
 	emit := func(e Event) {
@@ -310,6 +342,15 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, rs []Run, accounted bo
 		}
 		e.Seen = seen
 		evs = append(evs, e)
+	}
+	if !queued && len(rs) == 0 && other != nil {
+		// The controller holds another job under this id: Gantry's is not there, and
+		// its accounting, which sacct did not have, is not coming.
+		seen.State, seen.Reason, seen.Missing = "", reasonReused, time.Time{}
+		emit(Event{Kind: EventVanished, Final: true, Reason: seen.Reason,
+			Message: fmt.Sprintf("Slurm job %s is no longer %s, which Gantry submitted: Slurm gives that id to another job, %q of user %s (Slurm's job ids restarted, or someone renamed the job) and has no record of Gantry's",
+				t.SlurmID, f.nameOf(t), printable(other.Name), orNobody(other.User))})
+		return evs
 	}
 	if !queued && len(rs) == 0 {
 		if seen.Missing.IsZero() {
@@ -422,6 +463,9 @@ const reasonRequeueHeld = "job requeued in held state"
 // reasonMissing is the Seen.Reason of a job found nowhere, until LostAfter.
 const reasonMissing = "not in squeue or sacct"
 
+// reasonReused is the Seen.Reason of a job whose Slurm id Slurm gave to another job.
+const reasonReused = "its Slurm job id is another job's"
+
 func heldReason(reason string) bool {
 	return reason == "JobHeldUser" || reason == "JobHeldAdmin" || reason == reasonRequeueHeld
 }
@@ -483,6 +527,13 @@ func describeReason(r string) string {
 		return r + " (the partition does not allow it now)"
 	}
 	return r
+}
+
+func orNobody(user string) string {
+	if user == "" {
+		return "unknown"
+	}
+	return user
 }
 
 func orNone(s string) string {

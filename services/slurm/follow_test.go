@@ -49,6 +49,13 @@ func acct(id, state, submit, start, end string, elapsed int) string {
 		"billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,mem=100M,node=1", "gpu", "research", "node1", "root", "gantry"}, sep)
 }
 
+// named gives a squeue or sacct line another job name.
+func named(name, line string) string {
+	f := strings.Split(line, sep)
+	f[1] = name
+	return strings.Join(f, sep)
+}
+
 type recorder struct {
 	mu     sync.Mutex
 	events []Event
@@ -99,7 +106,7 @@ func newFollowFixture(t *testing.T) *followFixture {
 	fx := &followFixture{c: &cluster{}, rec: &recorder{}, clock: utc("2026-11-30T10:00:00")}
 	b, _ := newFakeBackend(t, fx.c.answer)
 	fx.f = NewFollower(b, FollowConfig{Interval: time.Second, MaxBackoff: 16 * time.Second, LostAfter: time.Minute}, func() time.Time { return fx.clock })
-	fx.f.Track(Tracked{SlurmID: "11", JobID: 1, Attempt: 1})
+	fx.f.Track(Tracked{SlurmID: "11", JobID: 1, Attempt: 1, Submitted: 1})
 	return fx
 }
 
@@ -340,9 +347,9 @@ func TestFollowSlurmDownAndBack(t *testing.T) {
 
 func TestFollowAccountingDown(t *testing.T) {
 	fx := newFollowFixture(t)
-	fx.f.Track(Tracked{SlurmID: "12", JobID: 2, Attempt: 1})
+	fx.f.Track(Tracked{SlurmID: "12", JobID: 2, Attempt: 1, Submitted: 1})
 	fx.c.set(func(c *cluster) {
-		c.squeue = []string{sq("11", "COMPLETED", "None", "2026-11-30T10:00:05"), sq("12", "PENDING", "Priority", "N/A")}
+		c.squeue = []string{sq("11", "COMPLETED", "None", "2026-11-30T10:00:05"), named("gantry-2-1", sq("12", "PENDING", "Priority", "N/A"))}
 		c.acctErr = failed("sacct", sections(t, "dbd_down.txt")["sacct (slurmdbd down)"])
 	})
 	got, evs := fx.poll(t)
@@ -379,6 +386,74 @@ func TestFollowVanishedJob(t *testing.T) {
 	}
 }
 
+// Slurm's job ids restarted: what it says of another job under a tracked job's id
+// never becomes the tracked job's history.
+func TestFollowJobIDOfAnotherJob(t *testing.T) {
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
+	if got, _ := fx.poll(t); got != "started(1)" {
+		t.Fatalf("got %s", got)
+	}
+	// The recorded squeue and sacct of a Slurm whose job 1 is "ok" of user root.
+	fx.f.Track(Tracked{SlurmID: "1", JobID: 7, Attempt: 2, Submitted: 1})
+	fx.c.set(func(c *cluster) {
+		c.squeue = strings.Split(strings.TrimSpace(string(readFixture(t, "squeue_mixed.txt"))), "\n")
+		c.sacct = strings.Split(strings.TrimSpace(string(readFixture(t, "sacct_mixed.txt"))), "\n")
+	})
+	_, evs := fx.poll(t)
+	var one []Event
+	for _, e := range evs {
+		if e.SlurmID == "1" {
+			one = append(one, e)
+		}
+	}
+	want := `Slurm job 1 is no longer gantry-7-1, which Gantry submitted: Slurm gives that id to another job, "ok" of user root (Slurm's job ids restarted, or someone renamed the job) and has no record of Gantry's`
+	if got := kinds(one); got != "vanished" || !one[0].Final || one[0].Record != nil || one[0].Attempt != 2 || one[0].Message != want {
+		t.Fatalf("got %s %+v", got, one)
+	}
+	if foreign := foreignNames(fx.f); foreign["1"] != "ok" {
+		t.Errorf("the other job 1 is not Gantry's: foreign %v", foreign)
+	}
+	if got, _ := fx.poll(t); strings.Contains(got, "vanished") {
+		t.Errorf("said once, got %s", got)
+	}
+	if foreign := foreignNames(fx.f); foreign["1"] != "ok" {
+		t.Errorf("still foreign once no longer followed: %v", foreign)
+	}
+}
+
+func foreignNames(f *Follower) map[string]string {
+	names := map[string]string{}
+	for _, j := range f.Foreign() {
+		names[j.ID] = j.Name
+	}
+	return names
+}
+
+// slurmdbd keeps the job an id was given before Slurm's ids restarted: sacct lists
+// both, and only the tracked job's own record is its run.
+func TestFollowAccountingOfAnotherJobUnderItsID(t *testing.T) {
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{
+			named("train", strings.Replace(acct("11", "FAILED", "2026-11-29T08:00:00", "2026-11-29T08:00:01", "2026-11-29T09:00:01", 3600), "0:0", "3:0", 1)),
+			acct("11", "COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:30", 25),
+		}
+	})
+	got, evs := fx.poll(t)
+	if got != "started(1) run-ended(1 COMPLETED final=true)" || evs[1].Record.ExitCode != 0 || evs[1].Record.Elapsed != 25*time.Second {
+		t.Fatalf("got %s %+v", got, evs)
+	}
+
+	fx = newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{named("train", acct("11", "COMPLETED", "2026-11-29T08:00:00", "2026-11-29T08:00:01", "2026-11-29T09:00:01", 3600))}
+	})
+	if got, evs := fx.poll(t); got != "unreadable" || evs[0].Reason != "not in squeue or sacct" {
+		t.Errorf("only another job's record: got %s %+v", got, evs)
+	}
+}
+
 func TestFollowRepeatsEventsTheHandlerDidNotTake(t *testing.T) {
 	fx := newFollowFixture(t)
 	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
@@ -397,7 +472,7 @@ func TestFollowResumesFromSeenAfterRestart(t *testing.T) {
 	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
 	_, evs := fx.poll(t)
 	restarted := NewFollower(fx.f.b, fx.f.cfg, func() time.Time { return fx.clock })
-	restarted.Track(Tracked{SlurmID: "11", JobID: 1, Attempt: 1, Seen: evs[len(evs)-1].Seen})
+	restarted.Track(Tracked{SlurmID: "11", JobID: 1, Attempt: 1, Submitted: 1, Seen: evs[len(evs)-1].Seen})
 	fx.f = restarted
 	if got, _ := fx.poll(t); got != "" {
 		t.Errorf("a restarted follower repeats nothing: got %s", got)

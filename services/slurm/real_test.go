@@ -88,7 +88,7 @@ func (w *watch) submit(t *testing.T, b *Backend, s JobSpec) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.f.Track(Tracked{SlurmID: id, JobID: s.JobID, Attempt: s.Attempt})
+	w.f.Track(Tracked{SlurmID: id, JobID: s.JobID, Attempt: s.Attempt, Submitted: s.Attempt})
 	t.Cleanup(func() { _ = b.Cancel(context.Background(), id) })
 	return id
 }
@@ -212,6 +212,33 @@ func TestRealJobsSucceedAndFailWithLogsAndAccounting(t *testing.T) {
 	end = w.untilEnded(t, bad)
 	if !end.Final || end.Record.State != "FAILED" || end.Record.ExitCode != 3 || !strings.Contains(end.Message, "FAILED after") {
 		t.Errorf("failed job %+v %+v", end, end.Record)
+	}
+}
+
+// A Slurm job id Gantry tracks for one job, held by another (as when Slurm's ids
+// restart): the tracked job is lost at once, and the other is shown as foreign.
+func TestRealJobIDOfAnotherJob(t *testing.T) {
+	b, _ := realSlurm(t)
+	w := follow(t, b)
+	theirs, ours := nextJobID(), nextJobID()
+	id, err := b.Submit(context.Background(), JobSpec{JobID: theirs, Attempt: 1, Command: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Cancel(context.Background(), id) })
+	w.f.Track(Tracked{SlurmID: id, JobID: ours, Attempt: 1, Submitted: 1})
+	e := w.expect(t, id, EventVanished)
+	cfg := b.Config()
+	if !e.Final || e.JobID != ours || !strings.Contains(e.Message, cfg.SlurmName(ours, 1)+", which Gantry submitted") ||
+		!strings.Contains(e.Message, fmt.Sprintf("another job, %q of user ", cfg.SlurmName(theirs, 1))) {
+		t.Errorf("vanished %+v", e)
+	}
+	foreign := false
+	for _, j := range w.f.Foreign() {
+		foreign = foreign || j.ID == id
+	}
+	if !foreign {
+		t.Errorf("Slurm job %s is not the tracked job's: foreign %+v", id, w.f.Foreign())
 	}
 }
 
