@@ -118,6 +118,7 @@ type OutboxMail struct {
 	Subject   string
 	Body      string
 	Link      string // the portal path it is about, e.g. /feedback/12
+	OptOut    string // the portal path where its kind of e-mail is turned off; "" for none
 	Delivery
 	CreatedAt time.Time
 }

@@ -133,7 +133,7 @@ func TestServeMetersJobsAndFiresRules(t *testing.T) {
 		}
 	}
 	if answer.user != "gantry" || !strings.Contains(answer.data, "Subject: [Gantry] Your feedback \"More A100s\" is now planned") ||
-		!strings.Contains(answer.data, fmt.Sprintf("Two nodes in January.\r\n\r\nhttp://gantry.test/feedback/%d\r\n", feedbackID)) {
+		!strings.Contains(answer.data, fmt.Sprintf("Two nodes in January.\r\n\r\nTo stop e-mails like this one: http://gantry.test/account\r\n\r\nhttp://gantry.test/feedback/%d\r\n", feedbackID)) {
 		t.Errorf("feedback e-mail as %q:\n%s", answer.user, answer.data)
 	}
 	if _, logs := stop(); strings.Contains(logs, "s3cret-pass") {

@@ -50,11 +50,7 @@ func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time,
 		s.log.Warn("e-mail not queued: the recipient's address is not an e-mail address", "about", m.Link)
 		return nil
 	}
-	body := m.Body
-	if m.OptOut != "" {
-		body = strings.TrimRight(body, "\n") + "\n\nTo stop e-mails like this one: " + s.portalLink(m.OptOut)
-	}
-	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: body, Link: m.Link,
+	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link, OptOut: m.OptOut,
 		Delivery: models.Delivery{State: models.DeliveryPending, NextAttemptAt: now.UTC()}}
 	if err := tx.CreateOutboxMail(ctx, row); err != nil {
 		return fmt.Errorf("queue e-mail about %s: %w", m.Link, err)
@@ -102,6 +98,9 @@ func (s *Service) sendMail(ctx context.Context, m *models.OutboxMail) error {
 		return fmt.Errorf("no mail server is configured")
 	}
 	text := strings.TrimRight(m.Body, "\n")
+	if m.OptOut != "" {
+		text += "\n\nTo stop e-mails like this one: " + s.portalLink(m.OptOut)
+	}
 	if m.Link != "" {
 		text += "\n\n" + s.portalLink(m.Link)
 	}
