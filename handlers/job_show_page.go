@@ -40,6 +40,7 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	d.Submitted = c.Query("submitted") == "1"
 	p := h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs")
 	d.Version = liveVersion(p, d)
 	// The live part and the page live at one URL: caches must keep them apart.
@@ -65,7 +66,7 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 // hash of all that the part words (the CSRF token of its forms included).
 func liveVersion(p templates.Page, d templates.JobPageData) string {
 	sum := fnv.New64a()
-	fmt.Fprintf(sum, "%q %+v %+v %+v %+v %t %t", p.CSRF, d.Job, d.Events, d.Allocations, d.Cost, d.CanWrite, d.CanSubmit)
+	fmt.Fprintf(sum, "%q %+v %+v %+v %+v %t %t %t", p.CSRF, d.Job, d.Events, d.Allocations, d.Cost, d.CanWrite, d.CanSubmit, d.Submitted)
 	return d.Job.State + "." + strconv.FormatUint(sum.Sum64(), 36)
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -35,8 +34,8 @@ func (h *Handler) JobSubmit(c *gin.Context) {
 	h.jobSubmitted(c, j)
 }
 
-// jobSubmitted sends the browser to the page of a job just queued.
+// jobSubmitted sends the browser to the page of a job just queued, which says where the
+// job is as it goes.
 func (h *Handler) jobSubmitted(c *gin.Context, j *models.Job) {
-	id := strconv.FormatInt(j.ID, 10)
-	c.Redirect(http.StatusSeeOther, "/jobs/"+id+"?notice="+url.QueryEscape("Job "+id+" ("+j.Name+") is queued. This page follows it live."))
+	c.Redirect(http.StatusSeeOther, "/jobs/"+strconv.FormatInt(j.ID, 10)+"?submitted=1")
 }

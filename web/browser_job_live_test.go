@@ -37,7 +37,8 @@ func waitTrue(t *testing.T, ctx context.Context, script, what string, within tim
 // A job's page left open follows the job from the queue to its end without a reload:
 // the state, why it waits, where it runs and the actions change with it (Cancel goes,
 // Re-run stays), each new state is said in the status line a screen reader reads, the
-// telemetry panel starts refreshing once the job runs, and a keyboard user's focus
+// telemetry panel starts refreshing once the job runs, the notice of its submit says
+// where it is (queued, running, ended), and a keyboard user's focus
 // stays on the action it was on while the page refreshes, or, when that action goes
 // (Cancel, as the job ends), moves to the one that took its place (Re-run). On a
 // phone the actions fit the screen and stay reachable by keyboard.
@@ -61,7 +62,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(page),
+		chromedp.Navigate(s.srv.URL+res.Header.Get("Location")),
 		chromedp.WaitVisible("#cancel-job"),
 		chromedp.WaitVisible("[data-testid=pending]"),
 	)
@@ -71,6 +72,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	// A reload would forget this.
 	run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad = true`))
 	waitText(t, ctx, "[data-testid=state]", "queued", time.Second)
+	waitText(t, ctx, "[data-testid=notice]", "Job "+m[1]+" (follow-me) is queued. This page follows it live.", time.Second)
 	waitText(t, ctx, "[data-testid=allocations-empty]", "Not placed yet", time.Second)
 	panelTrigger := `(document.querySelector("[data-testid=job-telemetry]") || {getAttribute: () => null}).getAttribute("hx-trigger")`
 	waitTrue(t, ctx, panelTrigger+` === "job-state from:body"`, "the telemetry panel of a queued job loading", 5*time.Second)
@@ -96,6 +98,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	s.runCluster("2xA100-80GB")
 	waitText(t, ctx, "[data-testid=state]", "running", 30*time.Second)
 	waitText(t, ctx, "#job-state-said", "Job follow-me: running.", 5*time.Second)
+	waitText(t, ctx, "[data-testid=notice]", "Job "+m[1]+" (follow-me) is running. This page follows it live.", time.Second)
 	waitText(t, ctx, "[data-testid=allocations]", "browser-node", 5*time.Second)
 	// Quiet so far, it is no longer waiting to start.
 	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 1 live", 10*time.Second)
@@ -118,6 +121,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
 	waitText(t, ctx, "#job-state-said", "Job follow-me: succeeded.", 5*time.Second)
+	waitText(t, ctx, "[data-testid=notice]", "Job "+m[1]+" (follow-me) has ended: succeeded.", time.Second)
 	waitTrue(t, ctx, `!document.getElementById("cancel-job") && !document.getElementById("hold-job") && !!document.getElementById("rerun-job")`,
 		"Cancel and Hold leaving, Re-run staying", 5*time.Second)
 	waitTrue(t, ctx, `document.activeElement.id === "rerun-job"`,

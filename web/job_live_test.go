@@ -166,3 +166,46 @@ func TestJobPageLivePart(t *testing.T) {
 		has("succeeded, viewer", body, []string{"✓ succeeded"}, []string{"<form", "<button", ">Clone<"})
 	})
 }
+
+// The notice of a job just submitted is part of the live part, so it follows the job:
+// "is queued" on the page the submit opens, "has ended" once it has, in the refresh
+// that carries it (submitted=1), never on a page opened otherwise.
+func TestJobPageSubmittedNotice(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ada := s.user("ada", "default", models.RoleMember)
+		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d %s", res.StatusCode, res.Header.Get("Location"))
+		}
+		page := "/jobs/" + m[1]
+		queued := "Job " + m[1] + " (train-1) is queued. This page follows it live."
+		_, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil)
+		v := shownVersion.FindStringSubmatch(body)
+		if !strings.Contains(body, queued) || v == nil {
+			t.Fatalf("the page a submit opens lacks %q or its refresh: %.2000s", queued, body)
+		}
+		var vals struct{ Shown, Submitted string }
+		if err := json.Unmarshal([]byte(html.UnescapeString(v[1])), &vals); err != nil || vals.Submitted != "1" {
+			t.Fatalf("hx-vals %q (%v): the refresh does not carry submitted=1", v[1], err)
+		}
+		if _, plain := s.send(ada, "GET", page, "", nil); strings.Contains(plain, `data-testid="notice"`) {
+			t.Error("a job's page opened otherwise than by submitting says it was submitted")
+		}
+
+		if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("cancel = %d", res.StatusCode)
+		}
+		htmx := map[string]string{"HX-Request": "true"}
+		res, body = s.send(ada, "GET", page+"?shown="+vals.Shown+"&submitted=1", "", htmx)
+		ended := "Job " + m[1] + " (train-1) has ended: cancelled."
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, ended) || strings.Contains(body, "follows it live") {
+			t.Errorf("the refresh of the submitted page after cancel = %d, want %q in: %.2000s", res.StatusCode, ended, body)
+		}
+		if _, body := s.send(ada, "GET", page+"?shown="+vals.Shown, "", htmx); strings.Contains(body, `data-testid="notice"`) {
+			t.Error("a refresh without submitted=1 says the job was submitted")
+		}
+	})
+}

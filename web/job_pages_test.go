@@ -131,7 +131,7 @@ func jobForm(token string) url.Values {
 		"cpu_cores": {"2"}, "memory_gib": {"8"}, "replicas": {"1"}, "priority_class": {"research"}, "expected_run": {"1h30m"}, "retries": {"2"}}
 }
 
-var locationJob = regexp.MustCompile(`^/jobs/(\d+)\?notice=`)
+var locationJob = regexp.MustCompile(`^/jobs/(\d+)\?submitted=1$`)
 
 func TestSubmitJobThroughTheForm(t *testing.T) {
 	t.Parallel()
