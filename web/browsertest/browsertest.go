@@ -6,9 +6,11 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,4 +81,85 @@ func Screenshot(t testing.TB, ctx context.Context, name string) []byte {
 		}
 	}
 	return png
+}
+
+// Loads runs trigger, a click or a submit that makes the browser load another document,
+// and returns once that document has loaded and chromedp holds its final node ids; the
+// next action can then use any element of the new page.
+//
+// Waiting for an element of the new page is not enough. Chromium gives a document node ids
+// when it commits and again at DOMContentLoaded (after the deferred scripts, htmx among
+// them), discarding the first ones, and chromedp fetches each new root on a goroutine of its
+// own. An element found before either (visible already) is then unknown by the time the
+// action uses it: "Could not find node with given id" or "No node with given id found".
+func Loads(trigger chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.RunResponse(ctx, trigger); err != nil {
+			return chromedp.Void{}, fmt.Errorf("load the next page: %w", err)
+		}
+		return chromedp.Void{}, settle(ctx, t)
+	}
+}
+
+// Navigate is chromedp.Navigate that, like Loads, returns once chromedp holds the final
+// node ids of the page.
+func Navigate(url string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Navigate(url)(ctx, t); err != nil {
+			return chromedp.Void{}, err
+		}
+		return chromedp.Void{}, settle(ctx, t)
+	}
+}
+
+// settleAttribute is set on the loaded page's <html> to learn when chromedp has caught up.
+const settleAttribute = "data-browsertest-settled"
+
+// settle waits, on a loaded page, until chromedp has handled every DOM event the browser
+// sent before now. It marks <html>, found by an id chromedp holds, with a fresh attribute:
+// the browser reports the change only while that id is still current, and chromedp applies
+// events in order, so once chromedp's node carries the mark it has handled the document
+// updates before it. When chromedp drops the node (a later root fetched), it starts over.
+func settle(ctx context.Context, t *chromedp.Target) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for attempt := 1; ; attempt++ {
+		nodes, err := chromedp.Nodes(chromedp.CSS("html"))(ctx, t)
+		if err != nil {
+			return fmt.Errorf("find the page's root element: %w", err)
+		}
+		html := nodes[0]
+		mark := strconv.Itoa(attempt) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		set := `document.documentElement.setAttribute(` + strconv.Quote(settleAttribute) + `, ` + strconv.Quote(mark) + `), true`
+		if _, err := chromedp.Evaluate[bool](set)(ctx, t); err != nil {
+			return fmt.Errorf("mark the page's root element: %w", err)
+		}
+		if marked(ctx, tick, html, mark) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// marked reports whether chromedp's node n comes to carry mark before it is invalidated,
+// ctx ends, or a second passes (a node that the browser stopped reporting on).
+func marked(ctx context.Context, tick *time.Ticker, n *chromedp.Node, mark string) bool {
+	for range 200 {
+		if n.AttributeValue(settleAttribute) == mark {
+			return true
+		}
+		n.RLock()
+		invalidated := n.Invalidated
+		n.RUnlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-invalidated:
+			return false
+		case <-tick.C:
+		}
+	}
+	return false
 }
