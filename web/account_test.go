@@ -104,7 +104,7 @@ func TestAccountFeedbackEmailsInBrowser(t *testing.T) {
 		t.Helper()
 		return run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('#feedback-emails').checked`))
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/account"), chromedp.WaitVisible("#feedback-emails")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/account"), chromedp.WaitVisible("#feedback-emails")); err != nil {
 		t.Fatal(err)
 	}
 	if !ticked() {
@@ -121,13 +121,13 @@ func TestAccountFeedbackEmailsInBrowser(t *testing.T) {
 		t.Fatal("space on the focused box did not untick it")
 	}
 	browsertest.Screenshot(t, ctx, "account")
-	if err := chromedp.Do(ctx, chromedp.Click("#account-save"), chromedp.WaitVisible(".notice")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#account-save")), chromedp.WaitVisible(".notice")); err != nil {
 		t.Fatal(err)
 	}
 	if notice := run(t, ctx, chromedp.Text(".notice")); !strings.Contains(notice, "no e-mails about your feedback") {
 		t.Errorf("notice = %q", notice)
 	}
-	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#feedback-emails")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Reload(), chromedp.WaitVisible("#feedback-emails")); err != nil {
 		t.Fatal(err)
 	}
 	if ticked() || !feedbackEmailsOff(t, st, admin) {

@@ -30,21 +30,21 @@ func TestGrantRoleInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err = chromedp.Do(ctx,
-		chromedp.Click(`nav a[href="/admin"]`),
+		browsertest.Loads(chromedp.Click(`nav a[href="/admin"]`)),
 		chromedp.WaitVisible(`a[href="/admin/teams"]`),
-		chromedp.Click(`a[href="/admin/teams"]`),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/teams"]`)),
 		chromedp.WaitVisible("#team-name"),
 		chromedp.SendKeys("#team-name", "vision"),
 		chromedp.SendKeys("#team-display", "Computer vision"),
-		chromedp.Submit("#team-name"),
+		browsertest.Loads(chromedp.Submit("#team-name")),
 		chromedp.WaitVisible(`[data-team="vision"]`),
 		chromedp.SetValue("#project-team", "vision"),
 		chromedp.SendKeys("#project-name", "detector"),
-		chromedp.Submit("#project-name"),
+		browsertest.Loads(chromedp.Submit("#project-name")),
 		chromedp.WaitVisible("#grant-user"),
 		chromedp.SendKeys("#grant-user", "ada"),
 		chromedp.SetValue("#grant-role", "member"),
-		chromedp.Click("#grant-button"),
+		browsertest.Loads(chromedp.Click("#grant-button")),
 		chromedp.WaitVisible(`[data-member="ada"]`),
 	)
 	if err != nil {
@@ -58,13 +58,13 @@ func TestGrantRoleInBrowser(t *testing.T) {
 	browsertest.Screenshot(t, ctx, "admin-project")
 
 	err = chromedp.Do(ctx,
-		chromedp.Click(".user-menu button"),
+		browsertest.Loads(chromedp.Click(".user-menu button")),
 		chromedp.WaitVisible("#username"),
 		chromedp.SendKeys("#username", "ada"),
 		chromedp.SendKeys("#password", adaPassword),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible(".user-menu"),
-		chromedp.Click(`.user-menu a[href="/projects"]`),
+		browsertest.Loads(chromedp.Click(`.user-menu a[href="/projects"]`)),
 		chromedp.WaitVisible(`[data-testid=my-projects]`),
 	)
 	if err != nil {
@@ -88,12 +88,12 @@ func TestQuotaInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin"),
-		chromedp.Click(`a[href="/admin/quotas"]`),
+		browsertest.Navigate(s.srv.URL+"/admin"),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/quotas"]`)),
 		chromedp.WaitVisible("#quota-guaranteed"),
 		chromedp.SetValue("#quota-team", "default"),
 		chromedp.SendKeys("#quota-guaranteed", "1"),
-		chromedp.Click("#quota-save"),
+		browsertest.Loads(chromedp.Click("#quota-save")),
 		chromedp.WaitVisible(`[data-quota="default/"]`),
 	)
 	if err != nil {
@@ -108,7 +108,7 @@ func TestQuotaInBrowser(t *testing.T) {
 	s.submit(bearer, "first")
 	second := s.submit(bearer, "second")
 	s.disp.Tick(t.Context())
-	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("[data-testid=waiting]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Reload(), chromedp.WaitVisible("[data-testid=waiting]")); err != nil {
 		t.Fatal(err)
 	}
 	reason := run(t, ctx, chromedp.Text(fmt.Sprintf(`[data-job="%d"]`, second)))
@@ -128,10 +128,10 @@ func TestCordonAndDrainInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin"),
-		chromedp.Click(`a[href="/admin/nodes"]`),
+		browsertest.Navigate(s.srv.URL+"/admin"),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/nodes"]`)),
 		chromedp.WaitVisible("#cordon-gpu-1"),
-		chromedp.Click("#cordon-gpu-1"),
+		browsertest.Loads(chromedp.Click("#cordon-gpu-1")),
 		chromedp.WaitVisible(".notice"),
 	)
 	if err != nil {
@@ -142,7 +142,7 @@ func TestCordonAndDrainInBrowser(t *testing.T) {
 	}
 	err = chromedp.Do(ctx,
 		chromedp.SetValue("#drain-for-gpu-1", "2h"),
-		chromedp.Click("#drain-gpu-1"),
+		browsertest.Loads(chromedp.Click("#drain-gpu-1")),
 		chromedp.WaitVisible("#confirm-button"),
 	)
 	if err != nil {
@@ -152,7 +152,7 @@ func TestCordonAndDrainInBrowser(t *testing.T) {
 	if !strings.Contains(question, "may go on for 2h0m0s") {
 		t.Fatalf("the drain asks %q", question)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(`[data-node="gpu-1"] [data-testid=deadline]`)); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible(`[data-node="gpu-1"] [data-testid=deadline]`)); err != nil {
 		t.Fatal(err)
 	}
 	state := run(t, ctx, chromedp.Text(`[data-node="gpu-1"] [data-testid=state]`))

@@ -137,20 +137,20 @@ func TestAlertsInBrowser(t *testing.T) {
 	b := browsertest.New(t)
 	signInBrowser(t, b, s)
 	steps(t, b, "add a channel and a budget",
-		chromedp.Navigate(s.srv.URL+"/admin/cost/channels"),
+		browsertest.Navigate(s.srv.URL+"/admin/cost/channels"),
 		chromedp.WaitVisible("#f-target"),
 		chromedp.SendKeys("#f-name", "chat"),
 		chromedp.SetValue("#f-kind", "webhook"),
 		chromedp.SendKeys("#f-target", hook.srv.URL+"/hooks/finops"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-target').form.querySelector('input[name=enabled]').checked = true`),
-		chromedp.Submit("#f-target"),
+		browsertest.Loads(chromedp.Submit("#f-target")),
 		chromedp.WaitVisible("[data-testid=channels]"),
-		chromedp.Navigate(s.srv.URL+"/admin/cost/budgets"),
+		browsertest.Navigate(s.srv.URL+"/admin/cost/budgets"),
 		chromedp.WaitVisible("#f-amount"),
 		chromedp.SetValue("#f-owner", fmt.Sprintf("project:%d", detect.ID)),
 		chromedp.SetValue("#f-amount", "20.00"),
 		chromedp.SetValue("#f-thresholds", "100"),
-		chromedp.Submit("#f-amount"),
+		browsertest.Loads(chromedp.Submit("#f-amount")),
 		chromedp.WaitVisible("[data-testid=budgets]"),
 	)
 	channels, err := gov.Channels(ctx)
@@ -162,7 +162,7 @@ func TestAlertsInBrowser(t *testing.T) {
 		t.Fatalf("budgets table = %q, want detect's", budgets)
 	}
 	steps(t, b, "add a rule",
-		chromedp.Navigate(s.srv.URL+"/admin/cost/rules"),
+		browsertest.Navigate(s.srv.URL+"/admin/cost/rules"),
 		chromedp.WaitVisible("#f-name"),
 		chromedp.SendKeys("#f-name", "detect-over-budget"),
 		chromedp.SetValue("#f-metric", governance.MetricBudgetThreshold),
@@ -173,7 +173,7 @@ func TestAlertsInBrowser(t *testing.T) {
 			f.querySelector('input[name=enabled]').checked = true;
 			f.querySelector('input[name=dry_run]').checked = false;
 			f.querySelector('input[name=channels][value="%d"]').checked = true; })()`, channels[0].ID)),
-		chromedp.Submit("#f-name"),
+		browsertest.Loads(chromedp.Submit("#f-name")),
 		chromedp.WaitVisible(noticeSaying("Added rule")),
 	)
 	if notice := run(t, b, chromedp.Text(".notice")); notice != "Added rule detect-over-budget." {
@@ -186,7 +186,7 @@ func TestAlertsInBrowser(t *testing.T) {
 
 	// Evaluation on demand, from the rules page.
 	steps(t, b, "evaluate the rules",
-		chromedp.Click(`form[action="/admin/cost/evaluate"] button`),
+		browsertest.Loads(chromedp.Click(`form[action="/admin/cost/evaluate"] button`)),
 		chromedp.WaitVisible(noticeSaying("Evaluated the rules")),
 	)
 	if notice := run(t, b, chromedp.Text(".notice")); !strings.HasPrefix(notice, "Evaluated the rules:") || strings.Contains(notice, "failed") {
@@ -196,7 +196,7 @@ func TestAlertsInBrowser(t *testing.T) {
 		t.Fatalf("detect's queued job is %s after the rule fired, want held", got.State)
 	}
 	steps(t, b, "open the alerts",
-		chromedp.Navigate(s.srv.URL+"/alerts"),
+		browsertest.Navigate(s.srv.URL+"/alerts"),
 		chromedp.WaitVisible("[data-testid=alerts]"),
 	)
 	row := run(t, b, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid=alerts] tbody tr')].map(r => r.innerText).find(t => t.includes('detect-over-budget')) || ''`))
@@ -221,13 +221,13 @@ func TestAlertsInBrowser(t *testing.T) {
 
 	// The admin signs out; lena follows the link: sign-in first, then the alert itself.
 	steps(t, b, "follow the link",
-		chromedp.Click(".user-menu button"),
+		browsertest.Loads(chromedp.Click(".user-menu button")),
 		chromedp.WaitVisible("#username"),
-		chromedp.Navigate(link),
+		browsertest.Navigate(link),
 		chromedp.WaitVisible("#username"),
 		chromedp.SendKeys("#username", "lena"),
 		chromedp.SendKeys("#password", lenaPassword),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible("[data-testid=alert-state]"),
 	)
 	location := run(t, b, chromedp.Location())
@@ -249,7 +249,7 @@ func TestAlertsInBrowser(t *testing.T) {
 		{"Resolve", "Resolved", governance.StateResolved},
 	} {
 		steps(t, b, step.button,
-			chromedp.Click(fmt.Sprintf(`//button[normalize-space()=%q]`, step.button)),
+			browsertest.Loads(chromedp.Click(fmt.Sprintf(`//button[normalize-space()=%q]`, step.button))),
 			chromedp.WaitVisible(noticeSaying(step.notice)),
 		)
 		notice := run(t, b, chromedp.Text(".notice"))

@@ -19,11 +19,11 @@ import (
 func signInBrowser(t *testing.T, ctx context.Context, s *site) {
 	t.Helper()
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/login"),
+		browsertest.Navigate(s.srv.URL+"/login"),
 		chromedp.WaitVisible("#username"),
 		chromedp.SendKeys("#username", "admin"),
 		chromedp.SendKeys("#password", s.password),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible(".user-menu"),
 	)
 	if err != nil {
@@ -38,12 +38,12 @@ func TestFeedbackInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/feedback"),
+		browsertest.Navigate(s.srv.URL+"/feedback"),
 		chromedp.WaitVisible("#fb-title"),
 		chromedp.SetValue("#fb-new-category", "capacity"),
 		chromedp.SendKeys("#fb-title", "More A100 capacity on Mondays"),
 		chromedp.SendKeys("#fb-body", "Our training queue waits three hours every Monday morning."),
-		chromedp.Submit("#fb-title"),
+		browsertest.Loads(chromedp.Submit("#fb-title")),
 		chromedp.WaitVisible("#answer-text"),
 	)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestFeedbackInBrowser(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.SetValue("#answer-status", "planned"),
 		chromedp.SendKeys("#answer-text", "Two more A100 nodes arrive in January."),
-		chromedp.Submit("#answer-text"),
+		browsertest.Loads(chromedp.Submit("#answer-text")),
 		chromedp.WaitVisible("[data-testid=answer]"),
 	)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestFeedbackInBrowser(t *testing.T) {
 	if status != "planned" || !strings.Contains(answer, "Two more A100 nodes arrive in January.") {
 		t.Fatalf("after answering: status %q, answer %q", status, answer)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/feedback"), chromedp.WaitVisible("[data-testid=board]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/feedback"), chromedp.WaitVisible("[data-testid=board]")); err != nil {
 		t.Fatal(err)
 	}
 	browsertest.Screenshot(t, ctx, "feedback")
@@ -90,7 +90,7 @@ func TestImagesSearchInBrowser(t *testing.T) {
 	}
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/images"), chromedp.WaitVisible("[data-testid=images]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/images"), chromedp.WaitVisible("[data-testid=images]")); err != nil {
 		t.Fatal(err)
 	}
 	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=images] tbody tr").length`))

@@ -29,11 +29,11 @@ import (
 func signInBrowserAs(t *testing.T, ctx context.Context, s *site, username, password string) {
 	t.Helper()
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/login"),
+		browsertest.Navigate(s.srv.URL+"/login"),
 		chromedp.WaitVisible("#username"),
 		chromedp.SendKeys("#username", username),
 		chromedp.SendKeys("#password", password),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible(".user-menu"),
 	)
 	if err != nil {
@@ -44,7 +44,7 @@ func signInBrowserAs(t *testing.T, ctx context.Context, s *site, username, passw
 // signOutBrowser signs the browser out from the user menu.
 func signOutBrowser(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.user-menu form[action="/logout"] button`)), chromedp.WaitVisible("#username")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click(chromedp.CSS(`.user-menu form[action="/logout"] button`))), chromedp.WaitVisible("#username")); err != nil {
 		t.Fatalf("sign out: %v", err)
 	}
 }
@@ -58,12 +58,12 @@ func TestJoinTokenInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin/nodes"),
-		chromedp.Click(`a[href="/admin/join-tokens"]`),
+		browsertest.Navigate(s.srv.URL+"/admin/nodes"),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/join-tokens"]`)),
 		chromedp.WaitVisible("#jt-name"),
 		chromedp.SendKeys("#jt-name", "rack-3"),
 		chromedp.SendKeys("#jt-expires", "soon"),
-		chromedp.Click("#jt-create"),
+		browsertest.Loads(chromedp.Click("#jt-create")),
 		chromedp.WaitVisible(".form-error"),
 	)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestJoinTokenInBrowser(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.SetValue("#jt-expires", "24h"),
 		chromedp.Click("#jt-reusable"),
-		chromedp.Click("#jt-create"),
+		browsertest.Loads(chromedp.Click("#jt-create")),
 		chromedp.WaitVisible("[data-testid=join-secret]"),
 	)
 	if err != nil {
@@ -101,14 +101,14 @@ func TestJoinTokenInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "admin-join-token")
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/admin/join-tokens"), chromedp.WaitVisible(`[data-token="rack-3"]`)); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/admin/join-tokens"), chromedp.WaitVisible(`[data-token="rack-3"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=join-secret]').length`)); n != 0 {
 		t.Fatal("the secret shows again on the next visit")
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click(`[data-token="rack-3"] button`),
+		browsertest.Loads(chromedp.Click(`[data-token="rack-3"] button`)),
 		chromedp.WaitVisible("#confirm-button"),
 	)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestJoinTokenInBrowser(t *testing.T) {
 	if q := run(t, ctx, chromedp.Text("h1")); q != "Revoke join token rack-3?" {
 		t.Fatalf("revoking asks %q", q)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(".notice")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible(".notice")); err != nil {
 		t.Fatal(err)
 	}
 	if status := run(t, ctx, chromedp.Text(`[data-token="rack-3"] [data-testid=status]`)); status != "revoked" {
@@ -136,7 +136,7 @@ func TestImageCertifyAndDeprecateInBrowser(t *testing.T) {
 	add := func(reference string) {
 		t.Helper()
 		err := chromedp.Do(ctx,
-			chromedp.Navigate(s.srv.URL+"/images"),
+			browsertest.Navigate(s.srv.URL+"/images"),
 			chromedp.WaitVisible("#f-name"),
 			chromedp.SendKeys("#f-name", "jax-0.4-cuda12.4"),
 			chromedp.SendKeys("#f-reference", reference),
@@ -144,7 +144,7 @@ func TestImageCertifyAndDeprecateInBrowser(t *testing.T) {
 			chromedp.SendKeys("#f-framework_version", "0.4.30"),
 			chromedp.SendKeys("#f-cuda_version", "12.4"),
 			chromedp.SendKeys("#f-python_version", "3.11"),
-			chromedp.Submit("#f-name"),
+			browsertest.Loads(chromedp.Submit("#f-name")),
 		)
 		if err != nil {
 			t.Fatal(err)
@@ -171,9 +171,9 @@ func TestImageCertifyAndDeprecateInBrowser(t *testing.T) {
 	}
 	for _, step := range []struct{ verb, status string }{{"Certify", models.ImageCertified}, {"Deprecate", models.ImageDeprecated}} {
 		err := chromedp.Do(ctx,
-			chromedp.Navigate(s.srv.URL+"/images"), // a page without a notice yet
+			browsertest.Navigate(s.srv.URL+"/images"), // a page without a notice yet
 			chromedp.WaitVisible(row),
-			chromedp.Click(fmt.Sprintf(`//tr[@data-image="jax-0.4-cuda12.4"]//button[normalize-space()=%q]`, step.verb)),
+			browsertest.Loads(chromedp.Click(fmt.Sprintf(`//tr[@data-image="jax-0.4-cuda12.4"]//button[normalize-space()=%q]`, step.verb))),
 			chromedp.WaitVisible(".notice"),
 		)
 		if err != nil {
@@ -192,7 +192,7 @@ func TestImageCertifyAndDeprecateInBrowser(t *testing.T) {
 	if err != nil || img.Status != models.ImageDeprecated || img.Reference != "ghcr.io/acme/jax:0.4.30-cuda12.4" || img.CUDAVersion != "12.4" {
 		t.Fatalf("stored %+v, %v", img, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/images?status=certified"), chromedp.WaitVisible("#q")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/images?status=certified"), chromedp.WaitVisible("#q")); err != nil {
 		t.Fatal(err)
 	}
 	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-image="jax-0.4-cuda12.4"]').length`)); n != 0 {
@@ -232,12 +232,12 @@ func TestFeedbackAnswerNotifiesTheAuthorInBrowser(t *testing.T) {
 
 	signInBrowserAs(t, ctx, s, "ada", adaPassword)
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/images"),
+		browsertest.Navigate(s.srv.URL+"/images"),
 		chromedp.Click(`[data-testid=feedback-button] summary`),
 		chromedp.WaitVisible("#fbb-title"),
 		chromedp.SetValue("#fbb-category", "image-request"),
 		chromedp.SendKeys("#fbb-title", "A JAX image with CUDA 12.4"),
-		chromedp.Click("#fbb-send"),
+		browsertest.Loads(chromedp.Click("#fbb-send")),
 		chromedp.WaitVisible("[data-testid=page]"),
 	)
 	if err != nil {
@@ -248,13 +248,13 @@ func TestFeedbackAnswerNotifiesTheAuthorInBrowser(t *testing.T) {
 
 	signInBrowser(t, ctx, s)
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/feedback"),
+		browsertest.Navigate(s.srv.URL+"/feedback"),
 		chromedp.WaitVisible("[data-testid=board]"),
-		chromedp.Click(`//ul[@data-testid="board"]//a[normalize-space()="A JAX image with CUDA 12.4"]`),
+		browsertest.Loads(chromedp.Click(`//ul[@data-testid="board"]//a[normalize-space()="A JAX image with CUDA 12.4"]`)),
 		chromedp.WaitVisible("#answer-text"),
 		chromedp.SetValue("#answer-status", models.FeedbackPlanned),
 		chromedp.SendKeys("#answer-text", "We build it this week; watch the catalog."),
-		chromedp.Submit("#answer-text"),
+		browsertest.Loads(chromedp.Submit("#answer-text")),
 		chromedp.WaitVisible("[data-testid=answer]"),
 	)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestFeedbackAnswerNotifiesTheAuthorInBrowser(t *testing.T) {
 	signOutBrowser(t, ctx)
 
 	signInBrowserAs(t, ctx, s, "ada", adaPassword)
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("[data-testid=alerts]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("[data-testid=alerts]")); err != nil {
 		t.Fatal(err)
 	}
 	mine := run(t, ctx, chromedp.Text("[data-testid=alerts]"))
@@ -275,7 +275,7 @@ func TestFeedbackAnswerNotifiesTheAuthorInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "feedback-notified")
 	err = chromedp.Do(ctx,
-		chromedp.Click(`[data-testid=alerts] a[href="`+itemURL+`"]`),
+		browsertest.Loads(chromedp.Click(`[data-testid=alerts] a[href="`+itemURL+`"]`)),
 		chromedp.WaitVisible("[data-testid=answer]"),
 	)
 	if err != nil {
@@ -305,12 +305,12 @@ func TestPriorityClassInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin"),
-		chromedp.Click(`a[href="/admin/priority-classes"]`),
+		browsertest.Navigate(s.srv.URL+"/admin"),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/priority-classes"]`)),
 		chromedp.WaitVisible("#class-name"),
 		chromedp.SendKeys("#class-name", "urgent"),
 		chromedp.SendKeys("#class-weight", "lots"),
-		chromedp.Click("#class-save"),
+		browsertest.Loads(chromedp.Click("#class-save")),
 		chromedp.WaitVisible(".form-error"),
 	)
 	if err != nil {
@@ -327,7 +327,7 @@ func TestPriorityClassInBrowser(t *testing.T) {
 		chromedp.Click("#class-preempt"),
 		chromedp.SetValue("#class-grace", "2m"),
 		chromedp.SetValue("#class-max", "24h"),
-		chromedp.Click("#class-save"),
+		browsertest.Loads(chromedp.Click("#class-save")),
 		chromedp.WaitVisible(`[data-class="urgent"]`),
 	)
 	if err != nil {
@@ -362,10 +362,10 @@ func TestDisablePersonInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin"),
-		chromedp.Click(`a[href="/admin/people"]`),
+		browsertest.Navigate(s.srv.URL+"/admin"),
+		browsertest.Loads(chromedp.Click(`a[href="/admin/people"]`)),
 		chromedp.WaitVisible(`[data-user="ada"]`),
-		chromedp.Click(`//tr[@data-user="ada"]//button[normalize-space()="Disable…"]`),
+		browsertest.Loads(chromedp.Click(`//tr[@data-user="ada"]//button[normalize-space()="Disable…"]`)),
 		chromedp.WaitVisible("#confirm-button"),
 	)
 	if err != nil {
@@ -377,7 +377,7 @@ func TestDisablePersonInBrowser(t *testing.T) {
 	if res, _ := s.send(ada, "GET", "/", "", nil); res.StatusCode != http.StatusOK {
 		t.Fatal("asking for confirmation already signed ada out")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(".notice")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible(".notice")); err != nil {
 		t.Fatal(err)
 	}
 	notice := run(t, ctx, chromedp.Text(".notice"))
@@ -406,11 +406,11 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin/nodes"),
-		chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`),
+		browsertest.Navigate(s.srv.URL+"/admin/nodes"),
+		browsertest.Loads(chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`)),
 		chromedp.WaitVisible("#node-labels"),
 		chromedp.SetValue("#node-labels", "zone=eu-west\nrack 3"),
-		chromedp.Submit("#node-labels"),
+		browsertest.Loads(chromedp.Submit("#node-labels")),
 		chromedp.WaitVisible(".form-error"),
 	)
 	if err != nil {
@@ -424,7 +424,7 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 	}
 	err = chromedp.Do(ctx,
 		chromedp.SetValue("#node-labels", "zone=eu-west\nrack=3"),
-		chromedp.Submit("#node-labels"),
+		browsertest.Loads(chromedp.Submit("#node-labels")),
 		chromedp.WaitVisible(".notice"),
 	)
 	if err != nil {
@@ -435,9 +435,9 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 	}
 	for _, step := range []struct{ button, state string }{{"#cordon-gpu-1", "cordoned"}, {"#ready-gpu-1", "ready"}} {
 		err := chromedp.Do(ctx,
-			chromedp.Navigate(s.srv.URL+"/admin/nodes"),
+			browsertest.Navigate(s.srv.URL+"/admin/nodes"),
 			chromedp.WaitVisible(step.button),
-			chromedp.Click(step.button),
+			browsertest.Loads(chromedp.Click(step.button)),
 			chromedp.WaitVisible(".notice"),
 		)
 		if err != nil {
@@ -448,7 +448,7 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 		}
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click(`//tr[@data-node="gpu-1"]//button[normalize-space()="Remove…"]`),
+		browsertest.Loads(chromedp.Click(`//tr[@data-node="gpu-1"]//button[normalize-space()="Remove…"]`)),
 		chromedp.WaitVisible("#confirm-button"),
 	)
 	if err != nil {
@@ -457,7 +457,7 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 	if q := run(t, ctx, chromedp.Text("h1")); !strings.Contains(q, "gpu-1") {
 		t.Fatalf("removing asks %q", q)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#confirm-button"), chromedp.WaitVisible(".notice")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible(".notice")); err != nil {
 		t.Fatal(err)
 	}
 	notice := run(t, ctx, chromedp.Text(".notice"))
@@ -471,7 +471,7 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 		t.Fatalf("the toggle reads %q", toggle)
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click("[data-testid=removed-toggle]"),
+		browsertest.Loads(chromedp.Click("[data-testid=removed-toggle]")),
 		chromedp.WaitVisible(`[data-node="gpu-1"]`),
 	)
 	if err != nil {
@@ -485,7 +485,7 @@ func TestNodeLabelsReturnAndRemoveInBrowser(t *testing.T) {
 		t.Fatalf("the toggle reads %q once the removed nodes show", toggle)
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`),
+		browsertest.Loads(chromedp.Click(`[data-node="gpu-1"] a[href="/admin/nodes/gpu-1"]`)),
 		chromedp.WaitVisible("[data-testid=removed]"),
 	)
 	if err != nil {

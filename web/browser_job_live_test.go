@@ -62,7 +62,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+res.Header.Get("Location")),
+		browsertest.Navigate(s.srv.URL+res.Header.Get("Location")),
 		chromedp.WaitVisible("#cancel-job"),
 		chromedp.WaitVisible("[data-testid=pending]"),
 	)
@@ -136,7 +136,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	// On a phone: nothing wider than the screen, and the actions in view and in reach of Tab.
 	err = chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(page),
+		browsertest.Navigate(page),
 		chromedp.WaitVisible("#rerun-job"),
 	)
 	if err != nil {
@@ -175,12 +175,12 @@ func TestJobPageAfterItsSessionEndsInBrowser(t *testing.T) {
 	}
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#cancel-job")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#cancel-job")); err != nil {
 		t.Fatal(err)
 	}
 	other, cancel := chromedp.NewContext(ctx)
 	defer cancel()
-	if err := chromedp.Do(other, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(".user-menu")); err != nil {
+	if err := chromedp.Do(other, browsertest.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(".user-menu")); err != nil {
 		t.Fatal(err)
 	}
 	signOutBrowser(t, other)
@@ -193,7 +193,7 @@ func TestJobPageAfterItsSessionEndsInBrowser(t *testing.T) {
 		chromedp.WaitVisible("#username"),
 		chromedp.SendKeys("#username", "admin"),
 		chromedp.SendKeys("#password", s.password),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible("#cancel-job"),
 	)
 	if err != nil {

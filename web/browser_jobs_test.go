@@ -96,11 +96,11 @@ func TestJobsInBrowser(t *testing.T) {
 
 	marker := filepath.Join(t.TempDir(), "go")
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		browsertest.Navigate(s.srv.URL+"/jobs/new"),
 		chromedp.WaitVisible("#f-command"),
 		chromedp.SendKeys("#f-name", "hello-browser"),
 		chromedp.SendKeys("#f-command", `/bin/sh -c 'echo first line; echo "not yet`),
-		chromedp.Click("#submit-job"),
+		browsertest.Loads(chromedp.Click("#submit-job")),
 		chromedp.WaitVisible("[data-testid=form-error]"),
 	)
 	if err != nil {
@@ -125,7 +125,7 @@ func TestJobsInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=preview-start]", "Yes: it would start now on node browser-node", 15*time.Second)
 	// A quarter of an A100 at 3.20, 2 cores at 0.04 and 8 GiB at 0.005 an hour.
 	waitText(t, ctx, "[data-testid=preview-cost]", "0.92 per hour on A100-80GB", time.Second)
-	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=notice]", "is queued. This page follows it live.", time.Second)
@@ -145,7 +145,7 @@ func TestJobsInBrowser(t *testing.T) {
 
 	// Another job runs until cancelled from its page.
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		browsertest.Navigate(s.srv.URL+"/jobs/new"),
 		chromedp.WaitVisible("#f-command"),
 		chromedp.SendKeys("#f-name", "long-one"),
 		chromedp.SendKeys("#f-command", "/bin/sh -c 'echo started; sleep 600'"),
@@ -170,14 +170,14 @@ func TestJobsInBrowser(t *testing.T) {
 	if n, err := s.st.JobCountsByState(context.Background()); err != nil || n[models.JobSucceeded] != 1 || len(n) != 1 {
 		t.Fatalf("saving a template submitted a job: %v %v", n, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/projects/default/templates"), chromedp.WaitVisible(`tr[data-template="long-run"]`)); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/projects/default/templates"), chromedp.WaitVisible(`tr[data-template="long-run"]`)); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, `tr[data-template="long-run"]`, "0.25 GPU, 2 CPU, 8 GiB RAM · research", time.Second)
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/jobs/new"),
+		browsertest.Navigate(s.srv.URL+"/jobs/new"),
 		chromedp.WaitVisible("[data-testid=templates]"),
-		chromedp.Click(`a[data-template="long-run"]`),
+		browsertest.Loads(chromedp.Click(`a[data-template="long-run"]`)),
 		chromedp.WaitVisible(".notice"),
 	)
 	if err != nil {
@@ -190,7 +190,7 @@ func TestJobsInBrowser(t *testing.T) {
 		}
 	}
 	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=log-output]", "started", 30*time.Second)
@@ -200,7 +200,7 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	// While it runs, the cluster page shows its GPU held and each GPU's latest reading,
 	// refreshed in place.
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/cluster"), chromedp.WaitVisible("[data-testid=nodes]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/cluster"), chromedp.WaitVisible("[data-testid=nodes]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#cluster-live", "% busy", 10*time.Second)
@@ -214,10 +214,10 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "cluster")
 	waitText(t, ctx, "#cluster-live", "250/1000 in use", time.Second)
-	if err := chromedp.Do(ctx, chromedp.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#cancel-job"), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#cancel-job")), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=notice]", "Cancelled.", time.Second)

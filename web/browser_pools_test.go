@@ -45,9 +45,9 @@ func TestPoolPageInBrowser(t *testing.T) {
 		}
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/admin/pools"),
+		browsertest.Navigate(s.srv.URL+"/admin/pools"),
 		chromedp.WaitVisible(`[data-pool="a100-spot"]`),
-		chromedp.Click(`[data-pool="a100-spot"] a`),
+		browsertest.Loads(chromedp.Click(`[data-pool="a100-spot"] a`)),
 		chromedp.WaitVisible(`[data-testid="pool-chart"]`),
 	)
 	if err != nil {

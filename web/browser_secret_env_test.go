@@ -75,7 +75,7 @@ func TestSecretEnvInBrowser(t *testing.T) {
 	watch := `(() => { window.sent = []; document.body.addEventListener("htmx:afterRequest", e => window.sent.push(e.detail.xhr.responseURL)); return true; })()`
 	choose := `(() => { const p = document.querySelector("#f-preset"); p.selectedIndex = (p.selectedIndex + 1) % p.options.length;
 		p.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/jobs/new"), chromedp.WaitVisible("#f-secret_env")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/new"), chromedp.WaitVisible("#f-secret_env")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](watch)); err != nil {
@@ -121,7 +121,7 @@ func TestSecretEnvInBrowser(t *testing.T) {
 	if got, err := chromedp.Run(ctx, chromedp.Value("#f-env")); err != nil || got != env {
 		t.Fatalf("after the profile was chosen the environment field holds %q (%v)", got, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#submit-job"), chromedp.WaitVisible("[data-testid=state]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
 	page, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.documentElement.outerHTML"))

@@ -20,7 +20,7 @@ func TestHomeInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 
 	// The home page sends the browser to sign in, and back home afterwards.
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("#username")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("#username")); err != nil {
 		t.Fatal(err)
 	}
 	if title := run(t, ctx, chromedp.Title()); title != "Sign in · Gantry" {
@@ -29,7 +29,7 @@ func TestHomeInBrowser(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.SendKeys("#username", "admin"),
 		chromedp.SendKeys("#password", s.password),
-		chromedp.Submit("#password"),
+		browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible(".user-menu"),
 	)
 	if err != nil {

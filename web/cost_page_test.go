@@ -127,10 +127,10 @@ func TestCostPageInBrowser(t *testing.T) {
 	costHistory(t, s)
 	ctx := browsertest.New(t)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/login"), chromedp.WaitVisible("#username"),
-		chromedp.SendKeys("#username", "admin"), chromedp.SendKeys("#password", s.password), chromedp.Submit("#password"),
+		browsertest.Navigate(s.srv.URL+"/login"), chromedp.WaitVisible("#username"),
+		chromedp.SendKeys("#username", "admin"), chromedp.SendKeys("#password", s.password), browsertest.Loads(chromedp.Submit("#password")),
 		chromedp.WaitVisible(".user-menu"),
-		chromedp.Navigate(s.srv.URL+costPage), chromedp.WaitVisible(`[data-testid="cost-chart"]`),
+		browsertest.Navigate(s.srv.URL+costPage), chromedp.WaitVisible(`[data-testid="cost-chart"]`),
 	)
 	if err != nil {
 		t.Fatal(err)

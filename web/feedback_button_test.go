@@ -141,7 +141,7 @@ func TestFeedbackButtonInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+jobPath),
+		browsertest.Navigate(s.srv.URL+jobPath),
 		chromedp.WaitVisible(`[data-testid=feedback-button] summary`),
 	)
 	if err != nil {
@@ -161,7 +161,7 @@ func TestFeedbackButtonInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Screenshot(t, ctx, "feedback-button")
-	if err := chromedp.Do(ctx, chromedp.Click("#fbb-send"), chromedp.WaitVisible("[data-testid=job]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#fbb-send")), chromedp.WaitVisible("[data-testid=job]")); err != nil {
 		t.Fatal(err)
 	}
 	from := run(t, ctx, chromedp.Text("[data-testid=page]"))

@@ -181,7 +181,7 @@ func TestJobTelemetryInBrowser(t *testing.T) {
 	signInBrowser(t, bctx, s)
 	err = chromedp.Do(bctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)), // the job's page loads the panel
+		browsertest.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)), // the job's page loads the panel
 		chromedp.WaitVisible("[data-testid=chart-gpu-util] polyline"),
 	)
 	if err != nil {

@@ -152,7 +152,7 @@ func TestJobsPageInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.srv.URL+"/jobs"),
+		browsertest.Navigate(s.srv.URL+"/jobs"),
 		chromedp.WaitVisible("[data-testid=jobs]"),
 	)
 	if err != nil {

@@ -138,7 +138,7 @@ func TestNodeHistoryInBrowser(t *testing.T) {
 	signInBrowser(t, ctx, s.site)
 	err = chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(s.srv.URL+"/admin/nodes/gpu-1"),
+		browsertest.Navigate(s.srv.URL+"/admin/nodes/gpu-1"),
 		chromedp.WaitVisible("[data-testid=chart-gpu-temperature] polyline"),
 	)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestNodeHistoryInBrowser(t *testing.T) {
 		t.Errorf("the node page is wider than a phone's screen (%v): %v", sw, wide)
 	}
 	browsertest.Screenshot(t, ctx, "node-history")
-	if err := chromedp.Do(ctx, chromedp.Click(`a[href="/admin/nodes/gpu-1?window=24h"]`), chromedp.WaitVisible("[data-testid=no-gpu-history]")); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click(`a[href="/admin/nodes/gpu-1?window=24h"]`)), chromedp.WaitVisible("[data-testid=no-gpu-history]")); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(t, ctx, chromedp.Text(`nav[aria-label="Chart window"] [aria-current=page]`)); got != "last 24h" {

@@ -104,8 +104,19 @@ func Loads(trigger chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void
 // Navigate is chromedp.Navigate that, like Loads, returns once chromedp holds the final
 // node ids of the page.
 func Navigate(url string) chromedp.Action[chromedp.Void] {
+	return settled(chromedp.Navigate(url))
+}
+
+// Reload is chromedp.Reload that, like Loads, returns once chromedp holds the final node ids
+// of the page.
+func Reload() chromedp.Action[chromedp.Void] {
+	return settled(chromedp.Reload())
+}
+
+// settled runs load, an action that waits for a page's load event, and then settle.
+func settled(load chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.Navigate(url)(ctx, t); err != nil {
+		if _, err := load(ctx, t); err != nil {
 			return chromedp.Void{}, err
 		}
 		return chromedp.Void{}, settle(ctx, t)
