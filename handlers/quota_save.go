@@ -45,7 +45,7 @@ func (h *Handler) QuotaSave(c *gin.Context) {
 // quotaInput reads the form's numbers: GPUs and cores with up to three decimals, GiB;
 // an empty limit is none.
 func quotaInput(f templates.QuotaForm) (quotas.Input, error) {
-	in := quotas.Input{Team: f.Team, GPUModel: f.Model, Cohort: f.Cohort}
+	in := quotas.Input{Team: f.Team, GPUModel: f.Model, QuotaLimits: models.QuotaLimits{Cohort: f.Cohort}}
 	gib := func(field, s string) (int64, error) {
 		v, err := quotas.ParseMilli(field, s, "GiB")
 		return v * 1024 / 1000, err

@@ -205,14 +205,22 @@ type PriorityClass struct {
 	UpdatedAt          time.Time
 }
 
-// Quota is a team's share of GPUs of one model ("" for any) within a cohort, and of the
-// CPU and memory its jobs on those GPUs take. GPU figures are milli-GPUs, CPU milli-cores,
-// memory MiB; a nil borrowing limit is unlimited, a nil lending limit lends all that is
-// unused; a zero CPU or memory guarantee leaves that resource unlimited.
+// Quota is a team's share of GPUs of one model ("" for any), as QuotaLimits says.
 type Quota struct {
-	ID                      int64
-	TeamID                  int64
-	GPUModel                string
+	ID       int64
+	TeamID   int64
+	GPUModel string
+	QuotaLimits
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// QuotaLimits are what a quota guarantees within its cohort, of GPUs and of the CPU and
+// memory its jobs on those GPUs take, and how much it may borrow and lend. GPU figures
+// are milli-GPUs, CPU milli-cores, memory MiB; a nil borrowing limit is unlimited, a nil
+// lending limit lends all that is unused; a zero CPU or memory guarantee leaves that
+// resource unlimited.
+type QuotaLimits struct {
 	Cohort                  string
 	NominalMilli            int64
 	BorrowingLimitMilli     *int64
@@ -223,8 +231,6 @@ type Quota struct {
 	MemoryMiB               int64  `gorm:"column:memory_mib"`
 	MemoryBorrowingLimitMiB *int64 `gorm:"column:memory_borrowing_limit_mib"`
 	MemoryLendingLimitMiB   *int64 `gorm:"column:memory_lending_limit_mib"`
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
 }
 
 // TableName keeps the plural that the migrations use.

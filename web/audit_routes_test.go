@@ -221,7 +221,7 @@ var mutations = map[string]func(w *world) change{
 	},
 	"POST /admin/quotas/:id/delete": func(w *world) change {
 		tm := w.team()
-		q := &models.Quota{TeamID: tm.ID, NominalMilli: 2000}
+		q := &models.Quota{TeamID: tm.ID, QuotaLimits: models.QuotaLimits{NominalMilli: 2000}}
 		w.must(w.st.SaveQuota(w.ctx, q))
 		return change{as: models.RoleAdmin, path: fmt.Sprintf("/admin/quotas/%d/delete", q.ID), form: url.Values{"confirm": {"yes"}},
 			action: "quota.deleted", object: "quota", id: tm.Name + "/any model"}

@@ -55,7 +55,7 @@ func TestClusterPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SaveQuota(ctx, &models.Quota{TeamID: team.ID, GPUModel: "A100-80GB", NominalMilli: 4000}); err != nil {
+		if err := st.SaveQuota(ctx, &models.Quota{TeamID: team.ID, GPUModel: "A100-80GB", QuotaLimits: models.QuotaLimits{NominalMilli: 4000}}); err != nil {
 			t.Fatal(err)
 		}
 		_, body := s.send(olga, "GET", "/cluster", "", nil)

@@ -38,7 +38,7 @@ func TestHomePage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SaveQuota(ctx, &models.Quota{TeamID: team.ID, NominalMilli: 2000}); err != nil {
+		if err := st.SaveQuota(ctx, &models.Quota{TeamID: team.ID, QuotaLimits: models.QuotaLimits{NominalMilli: 2000}}); err != nil {
 			t.Fatal(err)
 		}
 		acc := mustAccounting(t, st)

@@ -17,7 +17,7 @@ func TestQuotasReachTheScheduler(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, realScheduler(t))
 		e.join("gpu-a", "2xA100-80GB")
-		quota := &models.Quota{TeamID: e.proj.TeamID, NominalMilli: 1000}
+		quota := &models.Quota{TeamID: e.proj.TeamID, QuotaLimits: models.QuotaLimits{NominalMilli: 1000}}
 		if err := st.SaveQuota(e.ctx, quota); err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +47,7 @@ func TestCPUAndMemoryQuotasReachTheScheduler(t *testing.T) {
 		e := newEnv(t, st, realScheduler(t))
 		e.join("gpu-a", "2xA100-80GB")
 		noBorrowing := int64(0)
-		quota := &models.Quota{TeamID: e.proj.TeamID, NominalMilli: 2000, CPUMilli: 4000, MemoryMiB: 8192,
-			CPUBorrowingLimitMilli: &noBorrowing, MemoryBorrowingLimitMiB: &noBorrowing}
+		quota := &models.Quota{TeamID: e.proj.TeamID, QuotaLimits: models.QuotaLimits{NominalMilli: 2000, CPUMilli: 4000, MemoryMiB: 8192, CPUBorrowingLimitMilli: &noBorrowing, MemoryBorrowingLimitMiB: &noBorrowing}}
 		if err := st.SaveQuota(e.ctx, quota); err != nil {
 			t.Fatal(err)
 		}

@@ -55,22 +55,11 @@ type Policy struct {
 	ConfidentialOnly bool
 }
 
-// Quota is a team's quota for one GPU model ("" for any): GPUs in milli-GPU, and the CPU
-// (milli-cores) and memory (MiB) of its jobs on them (0: unlimited); a nil borrowing
-// limit is unlimited, a nil lending limit lends all that is unused.
+// Quota is a team's quota for one GPU model ("" for any).
 type Quota struct {
-	Team                    string
-	GPUModel                string
-	Cohort                  string
-	NominalMilli            int64
-	BorrowingLimitMilli     *int64
-	LendingLimitMilli       *int64
-	CPUMilli                int64
-	CPUBorrowingLimitMilli  *int64
-	CPULendingLimitMilli    *int64
-	MemoryMiB               int64
-	MemoryBorrowingLimitMiB *int64
-	MemoryLendingLimitMiB   *int64
+	Team     string
+	GPUModel string
+	models.QuotaLimits
 }
 
 // Usage is what a team used over [Start, End): per second on average.
@@ -398,10 +387,7 @@ func (s *Service) addQuotas(ctx context.Context, snap *Snapshot, teams map[int64
 		return err
 	}
 	for _, q := range quotas {
-		snap.Quotas = append(snap.Quotas, Quota{Team: teams[q.TeamID], GPUModel: q.GPUModel, Cohort: q.Cohort, NominalMilli: q.NominalMilli,
-			BorrowingLimitMilli: q.BorrowingLimitMilli, LendingLimitMilli: q.LendingLimitMilli,
-			CPUMilli: q.CPUMilli, CPUBorrowingLimitMilli: q.CPUBorrowingLimitMilli, CPULendingLimitMilli: q.CPULendingLimitMilli,
-			MemoryMiB: q.MemoryMiB, MemoryBorrowingLimitMiB: q.MemoryBorrowingLimitMiB, MemoryLendingLimitMiB: q.MemoryLendingLimitMiB})
+		snap.Quotas = append(snap.Quotas, Quota{Team: teams[q.TeamID], GPUModel: q.GPUModel, QuotaLimits: q.QuotaLimits})
 	}
 	return nil
 }

@@ -77,20 +77,20 @@ func TestQuotaInputIsChecked(t *testing.T) {
 			in    quotas.Input
 			field string
 		}{
-			{quotas.Input{Team: "ghosts", NominalMilli: 1000}, "team"},
+			{quotas.Input{Team: "ghosts", QuotaLimits: models.QuotaLimits{NominalMilli: 1000}}, "team"},
 			{quotas.Input{Team: "vision", GPUModel: "A100 80GB"}, "gpu_model"},
-			{quotas.Input{Team: "vision", NominalMilli: -1}, "guaranteed"},
-			{quotas.Input{Team: "vision", NominalMilli: 1000, LendingLimitMilli: milli(2000)}, "lending_limit"},
-			{quotas.Input{Team: "vision", NominalMilli: 1000, BorrowingLimitMilli: milli(1000)}, "borrowing_limit"},
-			{quotas.Input{Team: "vision", Cohort: "Research!", NominalMilli: 1000}, "cohort"},
-			{quotas.Input{Team: "vision", CPUMilli: -1}, "cpu"},
-			{quotas.Input{Team: "vision", MemoryMiB: -1}, "memory"},
-			{quotas.Input{Team: "vision", CPUMilli: 8000, CPUBorrowingLimitMilli: milli(-1)}, "cpu_borrowing_limit"},
-			{quotas.Input{Team: "vision", CPUMilli: 8000, CPUBorrowingLimitMilli: milli(1000)}, "cpu_borrowing_limit"},
-			{quotas.Input{Team: "vision", CPUMilli: 8000, CPULendingLimitMilli: milli(9000)}, "cpu_lending_limit"},
-			{quotas.Input{Team: "vision", Cohort: "lab", CPUBorrowingLimitMilli: milli(1000)}, "cpu"},
-			{quotas.Input{Team: "vision", MemoryMiB: 1024, MemoryLendingLimitMiB: milli(2048)}, "memory_lending_limit"},
-			{quotas.Input{Team: "vision", MemoryMiB: 1024, MemoryBorrowingLimitMiB: milli(2 << 40)}, "memory_borrowing_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{NominalMilli: -1}}, "guaranteed"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{NominalMilli: 1000, LendingLimitMilli: milli(2000)}}, "lending_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{NominalMilli: 1000, BorrowingLimitMilli: milli(1000)}}, "borrowing_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{Cohort: "Research!", NominalMilli: 1000}}, "cohort"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{CPUMilli: -1}}, "cpu"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{MemoryMiB: -1}}, "memory"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{CPUMilli: 8000, CPUBorrowingLimitMilli: milli(-1)}}, "cpu_borrowing_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{CPUMilli: 8000, CPUBorrowingLimitMilli: milli(1000)}}, "cpu_borrowing_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{CPUMilli: 8000, CPULendingLimitMilli: milli(9000)}}, "cpu_lending_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{Cohort: "lab", CPUBorrowingLimitMilli: milli(1000)}}, "cpu"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{MemoryMiB: 1024, MemoryLendingLimitMiB: milli(2048)}}, "memory_lending_limit"},
+			{quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{MemoryMiB: 1024, MemoryBorrowingLimitMiB: milli(2 << 40)}}, "memory_borrowing_limit"},
 		} {
 			if _, err := svc.Save(ctx, c.in); field(t, err) != c.field {
 				t.Errorf("%+v: %v, want a field error on %s", c.in, err, c.field)
@@ -121,18 +121,18 @@ func TestBorrowingLimitWithinTheCohort(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		svc := world(t, st)
-		_, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(2000)})
+		_, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(2000)}})
 		if field(t, err) != "borrowing_limit" || !strings.Contains(err.Error(), "no other team of the cohort has a quota for A100 yet") {
 			t.Fatalf("borrowing from an empty cohort: %v", err)
 		}
-		if _, err := svc.Save(ctx, quotas.Input{Team: "speech", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, LendingLimitMilli: milli(1500)}); err != nil {
+		if _, err := svc.Save(ctx, quotas.Input{Team: "speech", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "research", NominalMilli: 4000, LendingLimitMilli: milli(1500)}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(2000)})
+		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(2000)}})
 		if field(t, err) != "borrowing_limit" || !strings.Contains(err.Error(), "2 GPUs is more than cohort research can lend for A100: 1.5 GPUs (lent by speech 1.5)") {
 			t.Fatalf("borrowing beyond the cohort: %v", err)
 		}
-		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(1500)})
+		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "research", NominalMilli: 4000, BorrowingLimitMilli: milli(1500)}})
 		if err != nil || s.Warning != "" {
 			t.Fatalf("borrowing within the cohort: %+v, %v", s, err)
 		}
@@ -156,7 +156,7 @@ func TestQuotaBelowUseWarns(t *testing.T) {
 		if err != nil || len(free) != 1 || free[0].Team != "vision" || free[0].GPUModel != "A100" || free[0].UseMilli != 3000 {
 			t.Fatalf("unlimited use before any quota = %+v", free)
 		}
-		s, err := svc.Save(ctx, quotas.Input{Team: "vision", NominalMilli: 2000})
+		s, err := svc.Save(ctx, quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{NominalMilli: 2000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestQuotaBelowUseWarns(t *testing.T) {
 			t.Errorf("rows = %+v, want 1 GPU over the guarantee", rows)
 		}
 		// Changing it records what it was.
-		if _, err := svc.Save(ctx, quotas.Input{Team: "vision", NominalMilli: 8000}); err != nil {
+		if _, err := svc.Save(ctx, quotas.Input{Team: "vision", QuotaLimits: models.QuotaLimits{NominalMilli: 8000}}); err != nil {
 			t.Fatal(err)
 		}
 		events, _ := st.AuditEventsBefore(ctx, store.AuditFilter{Action: "quota.saved"}, 0, 5)
@@ -195,20 +195,18 @@ func TestCPUAndMemoryQuotas(t *testing.T) {
 		ctx := context.Background()
 		svc := world(t, st)
 		// Speech lends 16 of its 32 cores and all its memory; its GPUs are not limited in CPU.
-		if _, err := svc.Save(ctx, quotas.Input{Team: "speech", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000,
-			CPUMilli: 32000, CPULendingLimitMilli: milli(16000), MemoryMiB: 64 << 10}); err != nil {
+		if _, err := svc.Save(ctx, quotas.Input{Team: "speech", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 4000, CPUMilli: 32000, CPULendingLimitMilli: milli(16000), MemoryMiB: 64 << 10}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000, CPUMilli: 16000, CPUBorrowingLimitMilli: milli(20000)})
+		_, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 4000, CPUMilli: 16000, CPUBorrowingLimitMilli: milli(20000)}})
 		if field(t, err) != "cpu_borrowing_limit" || !strings.Contains(err.Error(), "20 cores is more than cohort lab can lend for CPU on A100: 16 cores (lent by speech 16)") {
 			t.Fatalf("borrowing more cores than the cohort lends: %v", err)
 		}
-		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000, MemoryMiB: 8 << 10, MemoryBorrowingLimitMiB: milli(65 << 10)})
+		_, err = svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 4000, MemoryMiB: 8 << 10, MemoryBorrowingLimitMiB: milli(65 << 10)}})
 		if field(t, err) != "memory_borrowing_limit" || !strings.Contains(err.Error(), "65 GiB is more than cohort lab can lend for memory on A100: 64 GiB") {
 			t.Fatalf("borrowing more memory than the cohort lends: %v", err)
 		}
-		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", Cohort: "lab", NominalMilli: 4000,
-			CPUMilli: 16000, CPUBorrowingLimitMilli: milli(16000), MemoryMiB: 128 << 10, MemoryBorrowingLimitMiB: milli(0)})
+		s, err := svc.Save(ctx, quotas.Input{Team: "vision", GPUModel: "A100", QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 4000, CPUMilli: 16000, CPUBorrowingLimitMilli: milli(16000), MemoryMiB: 128 << 10, MemoryBorrowingLimitMiB: milli(0)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,18 +31,9 @@ func New(st *store.Store, log *audit.Log) *Service {
 // MiB (0 CPU or memory: not limited); a nil borrowing limit is unlimited, a nil lending
 // limit lends all that is unused.
 type Input struct {
-	Team                    string
-	GPUModel                string // "" for any model
-	Cohort                  string
-	NominalMilli            int64
-	BorrowingLimitMilli     *int64
-	LendingLimitMilli       *int64
-	CPUMilli                int64
-	CPUBorrowingLimitMilli  *int64
-	CPULendingLimitMilli    *int64
-	MemoryMiB               int64
-	MemoryBorrowingLimitMiB *int64
-	MemoryLendingLimitMiB   *int64
+	Team     string
+	GPUModel string // "" for any model
+	models.QuotaLimits
 }
 
 var (
@@ -172,9 +163,7 @@ func (s *Service) Save(ctx context.Context, in Input) (Saved, error) {
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		q.Cohort, q.NominalMilli, q.BorrowingLimitMilli, q.LendingLimitMilli = in.Cohort, in.NominalMilli, in.BorrowingLimitMilli, in.LendingLimitMilli
-		q.CPUMilli, q.CPUBorrowingLimitMilli, q.CPULendingLimitMilli = in.CPUMilli, in.CPUBorrowingLimitMilli, in.CPULendingLimitMilli
-		q.MemoryMiB, q.MemoryBorrowingLimitMiB, q.MemoryLendingLimitMiB = in.MemoryMiB, in.MemoryBorrowingLimitMiB, in.MemoryLendingLimitMiB
+		q.QuotaLimits = in.QuotaLimits
 		if err := tx.SaveQuota(ctx, q); err != nil {
 			return err
 		}
