@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,17 +146,7 @@ func TestSecretEnvStorage(t *testing.T) {
 // that in their env was said not to be secret.
 func TestMigrationMovesOldJobsSecrets(t *testing.T) {
 	t.Parallel()
-	version := 0
-	all, err := migrations.All()
-	must(t, err)
-	for _, m := range all {
-		if m.Name == "old_job_secret_env" {
-			version = m.Version
-		}
-	}
-	if version == 0 {
-		t.Fatal("no migration old_job_secret_env")
-	}
+	version := migrationVersion(t, "old_job_secret_env")
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -217,6 +208,116 @@ func TestMigrationMovesOldJobsSecrets(t *testing.T) {
 				if (j.Env == "") != (want.env == "") || !maps.Equal(gotEnv, wantEnv) || !maps.Equal(got, want.secrets) {
 					t.Errorf("job %s: env %s and secrets %v, want env %s and secrets %v", name, j.Env, got, want.env, want.secrets)
 				}
+			}
+		})
+	}
+}
+
+// migrationVersion is the number of the migration called name.
+func migrationVersion(t *testing.T, name string) int {
+	t.Helper()
+	all, err := migrations.All()
+	must(t, err)
+	for _, m := range all {
+		if m.Name == name {
+			return m.Version
+		}
+	}
+	t.Fatalf("no migration %s", name)
+	return 0
+}
+
+// Templates saved before migration 0019 kept secret values in their spec, which everyone
+// in the project reads. The migration drops the values of the names the secret rule
+// matches (SecretName) and keeps the names as secrets left empty, as a job's spec shows
+// its secrets, so the form filled in from the template asks for them. A name like that
+// marked "secret": false (saved since 0019) and templates without such a name are left
+// as they were, byte for byte.
+func TestMigrationClearsOldTemplatesSecrets(t *testing.T) {
+	t.Parallel()
+	version := migrationVersion(t, "old_template_secret_env")
+	no := false
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := b.Config(t)
+			st := storetest.Open(t, cfg)
+			svc := jobs.New(st, audit.New(st, time.Now), noKick{}, nil)
+			ada := &models.User{Username: "ada"}
+			must(t, st.CreateUser(ctx, ada))
+			team := &models.Team{Name: "vision"}
+			must(t, st.CreateTeam(ctx, team))
+			project := &models.Project{TeamID: team.ID, Name: "detect"}
+			must(t, st.CreateProject(ctx, project))
+			env := map[string]string{}
+			for _, name := range []string{"HF_TOKEN", "wandb_api_key", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "my_secret", "SECRETS",
+				"EPOCHS", "TOKENIZER", "KEYS_DIR", "PASSWORD_HINT", "TOKEN", "NOTE"} {
+				env[name] = "v-" + name + ` "quoted" <&>`
+			}
+			// As a template was saved before 0019: every value a string.
+			oldSpec := jobs.Spec{Project: "detect", Name: "train", Command: []string{"python", "train.py"},
+				Resources: jobs.Resources{GPUs: 1, CPUMilli: 2000, MemoryMiB: 8192}, PriorityClass: "research", Replicas: 1, MaxRetries: 2}
+			oldSpec.Env = map[string]jobs.EnvVar{}
+			for k, v := range env {
+				oldSpec.Env[k] = jobs.Plain(v)
+			}
+			body, err := json.Marshal(oldSpec)
+			must(t, err)
+			specs := map[string]string{
+				"old":         string(body),
+				"only-secret": `{"project":"detect","name":"n","command":["a"],"env":{"HF_TOKEN":"hf_only"},"resources":{"gpus":0}}`,
+				"mixed":       `{"project":"detect","name":"n","command":["a"],"env":{"HF_TOKEN":"hf_mixed","PUBLIC_KEY":{"value":"ssh-ed25519 AAA","secret":false}},"resources":{"gpus":0}}`,
+				"marked":      `{"project":"detect","name":"n","command":["a"],"env":{"PUBLIC_KEY":{"value":"ssh-ed25519 AAA","secret":false},"EPOCHS":"3"},"resources":{"gpus":0}}`,
+				"plain":       `{"project":"detect","name":"n","command":["a"],"env":{"EPOCHS":"3"},"resources":{"gpus":0}}`,
+				"no-env":      `{"project":"detect","name":"n","command":["a"],"resources":{"gpus":0}}`,
+			}
+			for name, spec := range specs {
+				must(t, st.CreateJobTemplate(ctx, &models.JobTemplate{ProjectID: project.ID, Name: name, Spec: spec, CreatedByID: ada.ID}))
+			}
+			storetest.Exec(t, cfg, "DELETE FROM schema_migrations WHERE version = "+strconv.Itoa(version))
+			if applied, err := st.Migrate(ctx); err != nil || len(applied) != 1 || applied[0] != version {
+				t.Fatalf("migrate applied %v, %v; want %d", applied, err, version)
+			}
+
+			for _, name := range []string{"marked", "plain", "no-env"} {
+				if row, err := st.JobTemplateByName(ctx, project.ID, name); err != nil || row.Spec != specs[name] {
+					t.Errorf("template %s = %+v, %v; want it unchanged: %s", name, row, err, specs[name])
+				}
+			}
+			for name, want := range map[string]map[string]jobs.EnvVar{
+				"old":         oldSpec.Env,
+				"only-secret": {"HF_TOKEN": jobs.Plain("hf_only")},
+				"mixed":       {"HF_TOKEN": jobs.Plain("hf_mixed"), "PUBLIC_KEY": {Value: "ssh-ed25519 AAA", Secret: &no}},
+			} {
+				row, err := st.JobTemplateByName(ctx, project.ID, name)
+				must(t, err)
+				got, err := svc.TemplateByName(ctx, project, name)
+				must(t, err)
+				if len(got.Spec.Env) != len(want) {
+					t.Errorf("template %s has env %v, want the names of %v", name, got.Spec.Env, want)
+				}
+				for k, v := range want {
+					g, ok := got.Spec.Env[k]
+					switch {
+					case !ok:
+						t.Errorf("template %s lost %s", name, k)
+					case v.Secret == nil && jobs.SecretName(k) && (g.Value != "" || !g.IsSecret(k)):
+						t.Errorf("template %s keeps %s as %+v, want a secret left empty", name, k, g)
+					case v.Secret != nil && (g.Value != v.Value || g.IsSecret(k)):
+						t.Errorf("template %s keeps %s as %+v, want %q marked not secret as it was", name, k, g, v.Value)
+					case v.Secret == nil && !jobs.SecretName(k) && (g.Value != v.Value || g.Secret != nil):
+						t.Errorf("template %s keeps %s as %+v, want %q as it was", name, k, g, v.Value)
+					}
+					if v.Secret == nil && jobs.SecretName(k) && strings.Contains(row.Spec, v.Value) {
+						t.Errorf("template %s still holds the value of %s: %s", name, k, row.Spec)
+					}
+				}
+			}
+			got, err := svc.TemplateByName(ctx, project, "old")
+			must(t, err)
+			got.Spec.Env, oldSpec.Env = nil, nil
+			if !reflect.DeepEqual(got.Spec, oldSpec) {
+				t.Errorf("template old reads as %+v, want the rest of its spec as it was: %+v", got.Spec, oldSpec)
 			}
 		})
 	}
