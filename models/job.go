@@ -159,6 +159,17 @@ type JobLogTail struct {
 	Data    []byte
 }
 
+// UnmaskedJobLog is a job whose stored output may hold its secret values in clear: it
+// was submitted before its output was masked (migration 0026). Only dispatch reads it.
+type UnmaskedJobLog struct {
+	JobID int64 `gorm:"primaryKey;autoIncrement:false"`
+	// SweptAt is when its output was masked while an attempt of it still ran.
+	SweptAt *time.Time
+}
+
+// TableName is the migration's name.
+func (UnmaskedJobLog) TableName() string { return "job_logs_unmasked" }
+
 // JobSecretEnv is the value of a job's secret environment variable, kept apart from the
 // job so that nothing that shows a job can show it: only the job's leases (and its
 // Slurm batch script) carry it.

@@ -84,7 +84,8 @@ type controlPlane struct {
 }
 
 // startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
-// the Slurm pools (submitting to and following Slurm), GPU telemetry's roll-ups,
+// the masking of old jobs' output (until none is left), the Slurm pools (submitting
+// to and following Slurm), GPU telemetry's roll-ups,
 // cost metering, the anomaly rules, the pools' autoscaler and the audit anchors in
 // the server log, and, unless turned
 // off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
@@ -133,6 +134,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 			var loops sync.WaitGroup
 			for _, loop := range []func(){
 				func() { d.Run(lctx) },
+				func() { d.MaskOldLogs(lctx, time.Minute) },
 				func() { slurmPools.Run(lctx) },
 				func() { tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry")) },
 				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"gorm.io/gorm/clause"
 
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -90,7 +93,9 @@ func (s *Store) SetLogTail(ctx context.Context, t *models.JobLogTail) error {
 func (s *Store) RewriteLog(ctx context.Context, jobID int64, attempt, replica int, stream string, at int64, data []byte) error {
 	err := s.atomically(ctx, func(tx *Store) error {
 		var chunks []models.JobLogChunk
-		err := tx.with(ctx).Where(`job_id = ? AND attempt = ? AND replica = ? AND stream = ? AND "offset" < ? AND "offset" + length(data) > ?`,
+		// Locked (on PostgreSQL; SQLite has one writer): each chunk is written back whole,
+		// so a change made meanwhile (MaskOldLogs') would be undone.
+		err := tx.with(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where(`job_id = ? AND attempt = ? AND replica = ? AND stream = ? AND "offset" < ? AND "offset" + length(data) > ?`,
 			jobID, attempt, replica, stream, at+int64(len(data)), at).Find(&chunks).Error
 		if err != nil {
 			return err
@@ -107,6 +112,73 @@ func (s *Store) RewriteLog(ctx context.Context, jobID int64, attempt, replica in
 	})
 	if err != nil {
 		return fmt.Errorf("rewrite log of job %d attempt %d %s at %d: %w", jobID, attempt, stream, at, err)
+	}
+	return nil
+}
+
+// LogStream names one stream of the output of one replica of an attempt.
+type LogStream struct {
+	Attempt int
+	Replica int
+	Stream  string
+}
+
+// LogStreams returns the streams a job has output in, by attempt, replica and stream.
+func (s *Store) LogStreams(ctx context.Context, jobID int64) ([]LogStream, error) {
+	var out []LogStream
+	err := s.with(ctx).Model(&models.JobLogChunk{}).Distinct("attempt", "replica", "stream").Where("job_id = ?", jobID).
+		Order("attempt, replica, stream").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("log streams of job %d: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// LogChunksFrom returns up to limit chunks of one stream from offset from on, in offset
+// order. In a transaction on PostgreSQL they stay locked until it ends, so that no one
+// else writes them meanwhile.
+func (s *Store) LogChunksFrom(ctx context.Context, jobID int64, ls LogStream, from int64, limit int) ([]models.JobLogChunk, error) {
+	var out []models.JobLogChunk
+	err := s.with(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).
+		Where(`job_id = ? AND attempt = ? AND replica = ? AND stream = ? AND "offset" >= ?`, jobID, ls.Attempt, ls.Replica, ls.Stream, from).
+		Order(`"offset"`).Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("log of job %d attempt %d %s from %d: %w", jobID, ls.Attempt, ls.Stream, from, err)
+	}
+	return out, nil
+}
+
+// SetLogChunkData writes data over the chunk with id.
+func (s *Store) SetLogChunkData(ctx context.Context, id int64, data []byte) error {
+	if err := s.with(ctx).Model(&models.JobLogChunk{}).Where("id = ?", id).Update("data", data).Error; err != nil {
+		return fmt.Errorf("rewrite log chunk %d: %w", id, err)
+	}
+	return nil
+}
+
+// UnmaskedJobLogs returns the jobs whose output may hold their secret values in clear,
+// by job id.
+func (s *Store) UnmaskedJobLogs(ctx context.Context) ([]models.UnmaskedJobLog, error) {
+	var out []models.UnmaskedJobLog
+	if err := s.with(ctx).Order("job_id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("jobs with unmasked output: %w", err)
+	}
+	return out, nil
+}
+
+// SetUnmaskedJobLogSwept records when the output of job was masked while it still ran.
+func (s *Store) SetUnmaskedJobLogSwept(ctx context.Context, jobID int64, at time.Time) error {
+	err := s.with(ctx).Model(&models.UnmaskedJobLog{}).Where("job_id = ?", jobID).Update("swept_at", at.UTC()).Error
+	if err != nil {
+		return fmt.Errorf("mark the output of job %d masked: %w", jobID, err)
+	}
+	return nil
+}
+
+// DeleteUnmaskedJobLog takes job off the jobs whose output may hold secrets in clear.
+func (s *Store) DeleteUnmaskedJobLog(ctx context.Context, jobID int64) error {
+	if err := s.with(ctx).Where("job_id = ?", jobID).Delete(&models.UnmaskedJobLog{}).Error; err != nil {
+		return fmt.Errorf("take job %d off the jobs with unmasked output: %w", jobID, err)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func TestModelsMatchSchema(t *testing.T) {
 		&models.User{}, &models.Team{}, &models.Project{}, &models.Membership{}, &models.GroupMapping{},
 		&models.Session{}, &models.APIToken{}, &models.Setting{}, &models.NodePool{}, &models.Node{},
 		&models.GPUDevice{}, &models.GPUSlice{}, &models.JoinToken{}, &models.Image{}, &models.NodeImage{},
-		&models.Job{}, &models.Allocation{}, &models.JobEvent{}, &models.JobLogChunk{}, &models.JobLogTail{}, &models.JobSecretEnv{}, &models.JobMetric{},
+		&models.Job{}, &models.Allocation{}, &models.JobEvent{}, &models.JobLogChunk{}, &models.JobLogTail{}, &models.UnmaskedJobLog{}, &models.JobSecretEnv{}, &models.JobMetric{},
 		&models.JobTemplate{}, &models.PriorityClass{}, &models.Quota{}, &models.CostRate{},
 		&models.LedgerEntry{}, &models.Budget{}, &models.AlertRule{}, &models.Alert{},
 		&models.NotificationChannel{}, &models.AuditEvent{}, &models.FeedbackItem{}, &models.FeedbackVote{},
