@@ -89,3 +89,12 @@ func (s *Store) PlansOf(ctx context.Context, text string, fn func(tx *Store) err
 
 // ScanJSONArray is scanJSONArray, for tests of rows SQLite would not write.
 var ScanJSONArray = scanJSONArray
+
+// AnalyzeJobs has PostgreSQL gather the jobs table's statistics, as autovacuum soon
+// would; SQLite is left without, as Gantry leaves it.
+func (s *Store) AnalyzeJobs(ctx context.Context) error {
+	if s.dialect != migrations.Postgres {
+		return nil
+	}
+	return s.with(ctx).Exec("ANALYZE jobs").Error
+}

@@ -66,7 +66,8 @@ func KeyOf(j *models.Job) JobKey {
 
 // JobFilter selects jobs; zero fields select everything. Pages continue by keyset
 // (BeforeID, After), never by offset: a page deep into the list reads as few rows as
-// the first one (migration 0009 has an index for each filter in sort order).
+// the first one (migrations 0009, 0013 and 0027 have an index for each filter in sort
+// order).
 type JobFilter struct {
 	ProjectIDs []int64
 	UserID     int64
@@ -263,15 +264,22 @@ func qualified(table string, cols []string) []string {
 // jobsQuery builds the query of f on db. Columns are qualified: ListedJobs joins
 // projects and users, which have names and ids of their own.
 func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
-	if len(f.ProjectIDs) > 1 {
-		return projectsUnion(db, f)
+	if parts := branches(f); len(parts) > 1 {
+		return union(db, f, parts)
 	}
+	return oneQuery(db, f)
+}
+
+// oneQuery is the query of f as a single SELECT, lists of projects and states as IN.
+func oneQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	q := db.Model(&models.Job{})
 	if len(f.Columns) > 0 {
 		q = q.Select(qualified("jobs.", f.Columns))
 	}
 	if len(f.ProjectIDs) == 1 {
 		q = q.Where("jobs.project_id = ?", f.ProjectIDs[0])
+	} else if len(f.ProjectIDs) > 1 {
+		q = q.Where("jobs.project_id IN ?", f.ProjectIDs)
 	}
 	if f.UserID != 0 {
 		q = q.Where("jobs.user_id = ?", f.UserID)
@@ -322,29 +330,66 @@ func jobsQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	return q.Order("jobs." + f.Sort + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
 }
 
-// projectsUnion is the query of f over several projects. The page's jobs are found
-// first, by key and id alone: a UNION ALL of each project's page, which its index in
-// sort order answers without reading the table, merged and cut to one page. Only
-// that page's rows are then read, by id. No index orders "project_id IN (…)" by the
-// sort: the database would walk the sort's index skipping other projects' jobs, or
-// read every job of the projects and sort them; and merging whole rows read every
-// column of every project's page (on SQLite, more than twice the cost of the page).
-func projectsUnion(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
+// maxBranches bounds the keyset queries one list merges: each reads up to a page of
+// index entries, and SQLite refuses a UNION of more than 500.
+const maxBranches = 64
+
+// branches splits f into one filter per project and per state, when there are
+// several of either: no index orders "project_id IN (…)" or "state IN (…)" by the
+// sort, so the database would walk the sort's index skipping other projects' and
+// states' jobs, or read every matching job and sort them. Each branch has an index
+// in its order (migrations 0009, 0013, 0027), but for one state of a project in id
+// order, where states are not split. More combinations than maxBranches split by
+// project only, or not at all.
+func branches(f JobFilter) []JobFilter {
+	projects := [][]int64{f.ProjectIDs}
+	if len(f.ProjectIDs) > 1 {
+		projects = make([][]int64, len(f.ProjectIDs))
+		for i := range f.ProjectIDs {
+			projects[i] = f.ProjectIDs[i : i+1]
+		}
+	}
+	byState := len(f.ProjectIDs) == 0 || f.Sort != JobsByID
+	states := [][]string{f.States}
+	if len(f.States) > 1 && byState && len(projects)*len(f.States) <= maxBranches {
+		states = make([][]string, len(f.States))
+		for i := range f.States {
+			states[i] = f.States[i : i+1]
+		}
+	}
+	if len(projects)*len(states) > maxBranches {
+		return nil
+	}
+	out := make([]JobFilter, 0, len(projects)*len(states))
+	for _, p := range projects {
+		for _, st := range states {
+			b := f
+			b.ProjectIDs, b.States = p, st
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// union is the query of f as the merge of parts, the branches of f. The page's jobs
+// are found first, by key and id alone: a UNION ALL of each part's page, which its
+// index in sort order answers without reading the table, merged and cut to one page.
+// Only that page's rows are then read, by id: merging whole rows read every column
+// of every part's page (on SQLite, more than twice the cost of the page).
+func union(db *gorm.DB, f JobFilter, parts []JobFilter) (*gorm.DB, error) {
 	keys := []string{"id"}
 	if f.Sort != JobsByID {
 		keys = []string{f.Sort, "id"}
 	}
-	branch := f
-	branch.Columns = keys
-	parts := make([]string, len(f.ProjectIDs))
-	subs := make([]any, len(f.ProjectIDs))
-	for i, id := range f.ProjectIDs {
-		branch.ProjectIDs = []int64{id}
-		q, err := jobsQuery(db, branch)
+	sql := make([]string, len(parts))
+	subs := make([]any, len(parts))
+	for i, part := range parts {
+		part.Columns = keys
+		q, err := oneQuery(db, part)
 		if err != nil {
 			return nil, err
 		}
-		parts[i], subs[i] = fmt.Sprintf("SELECT * FROM (?) AS p%d", i), q
+		sql[i], subs[i] = fmt.Sprintf("SELECT * FROM (?) AS p%d", i), q
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -354,8 +399,8 @@ func projectsUnion(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	if f.Ascending {
 		dir = " ASC"
 	}
-	union := gorm.Expr(strings.Join(parts, " UNION ALL "), subs...)
-	top := db.Table("(?) AS u", union).Select(qualified("u.", keys))
+	merged := gorm.Expr(strings.Join(sql, " UNION ALL "), subs...)
+	top := db.Table("(?) AS u", merged).Select(qualified("u.", keys))
 	page := db.Table("(?) AS top", addOrder(top, "u.", keys, dir).Limit(limit)).Joins("JOIN jobs ON jobs.id = top.id")
 	cols := []string{"jobs.*"}
 	if len(f.Columns) > 0 {
