@@ -27,12 +27,27 @@ const pageTime = "2006-01-02 15:04:05 UTC"
 // JobShowPage is a job's page: its state and timeline, where it runs, why it waits,
 // what it cost so far, its live logs, and the actions the user may take. An htmx
 // request is the page's live part refreshing itself: it gets that part alone, or 204
-// when the version it shows (?shown) is still what the job looks like; when the job's
-// state changed since, the answer also triggers "job-state" (its value the new state)
-// for the other parts of the page to follow.
+// when the version it shows (?shown) is still what the job looks like, which it learns
+// without drawing the part; when the job's state changed since, the answer also
+// triggers "job-state" (its value the new state) for the other parts of the page to follow.
 func (h *Handler) JobShowPage(c *gin.Context) {
 	j := h.jobPageParam(c)
 	if j == nil {
+		return
+	}
+	p := h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs")
+	submitted := c.Query("submitted") == "1"
+	version, err := h.liveVersion(c, p, j, submitted)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	// The live part and the page live at one URL: caches must keep them apart.
+	c.Header("Vary", "HX-Request")
+	live := c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true"
+	shown := c.Query("shown")
+	if live && shown == version {
+		c.Status(http.StatusNoContent)
 		return
 	}
 	d, err := h.jobPageData(c, j)
@@ -40,17 +55,8 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	d.Submitted = c.Query("submitted") == "1"
-	p := h.page(c, j.Name+" (job "+strconv.FormatInt(j.ID, 10)+")", "jobs")
-	d.Version = liveVersion(p, d)
-	// The live part and the page live at one URL: caches must keep them apart.
-	c.Header("Vary", "HX-Request")
-	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
-		shown := c.Query("shown")
-		if shown == d.Version {
-			c.Status(http.StatusNoContent)
-			return
-		}
+	d.Submitted, d.Version = submitted, version
+	if live {
 		if state, _, _ := strings.Cut(shown, "."); state != "" && state != j.State {
 			d.StateChanged = true
 			c.Header("HX-Trigger", liveTrigger(j.State))
@@ -63,11 +69,32 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 }
 
 // liveVersion names what the live part of a job's page shows: the job's state, then a
-// hash of all that the part words (the CSRF token of its forms included).
-func liveVersion(p templates.Page, d templates.JobPageData) string {
+// hash of what the part is drawn from, all of it cheap to read: the job's row (as the
+// gate read it), its project's name and placement policy, the caller's permission and
+// CSRF token (its forms carry it), whether the page was opened on submitting, and the
+// job's activity (events, allocations, charges, metering). It is read before the part
+// is drawn, so a change in between makes the next refresh draw it again. A running
+// job's run time, which changes every second, is not in it: the page counts it on.
+func (h *Handler) liveVersion(c *gin.Context, p templates.Page, j *models.Job, submitted bool) (string, error) {
+	activity, err := h.jobs.Activity(c.Request.Context(), j.ID)
+	if err != nil {
+		return "", err
+	}
+	row := *j
+	// updated_at moves with any change to the row, shown or not; the fields say what changed.
+	row.UpdatedAt = time.Time{}
+	b, err := json.Marshal(row)
+	if err != nil {
+		return "", fmt.Errorf("version of job %d: %w", j.ID, err)
+	}
 	sum := fnv.New64a()
-	fmt.Fprintf(sum, "%q %+v %+v %+v %+v %t %t %t", p.CSRF, d.Job, d.Events, d.Allocations, d.Cost, d.CanWrite, d.CanSubmit, d.Submitted)
-	return d.Job.State + "." + strconv.FormatUint(sum.Sum64(), 36)
+	sum.Write(b)
+	fmt.Fprintf(sum, "%q %t %t", p.CSRF, permission(c).CanWrite(authz.Jobs), submitted)
+	if pr := routeProject(c); pr != nil {
+		fmt.Fprintf(sum, " %q %q", pr.Name, placementText(pr))
+	}
+	sum.Write([]byte(activity))
+	return j.State + "." + strconv.FormatUint(sum.Sum64(), 36), nil
 }
 
 // liveTrigger is the HX-Trigger header that tells a job's page its job is now in state.
@@ -164,7 +191,8 @@ func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, no
 		if j.FinishedAt != nil {
 			end = *j.FinishedAt
 		}
-		s.Ran = shortDuration(end.Sub(*j.StartedAt).Round(time.Second))
+		ran := end.Sub(*j.StartedAt).Round(time.Second)
+		s.Ran, s.RanSeconds, s.Counting = shortDuration(ran), int64(ran/time.Second), j.FinishedAt == nil
 	}
 	if j.FinishedAt != nil {
 		s.Finished = j.FinishedAt.UTC().Format(pageTime)

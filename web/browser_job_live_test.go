@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -102,6 +103,10 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=allocations]", "browser-node", 5*time.Second)
 	// Quiet so far, it is no longer waiting to start.
 	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 1 live", 10*time.Second)
+	// Its run time counts on while the refreshes find nothing else changed (204).
+	ran := run(t, ctx, chromedp.Evaluate[string](`document.querySelector("[data-testid=ran]").textContent`))
+	waitTrue(t, ctx, `(t => /^[0-9]+s$/.test(t) && t !== `+strconv.Quote(ran)+`)(document.querySelector("[data-testid=ran]").textContent)`,
+		"the run time counting on from "+ran, 5*time.Second)
 	if err := os.WriteFile(speak, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

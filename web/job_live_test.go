@@ -7,11 +7,15 @@ import (
 	"html"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/directory"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -208,4 +212,111 @@ func TestJobPageSubmittedNotice(t *testing.T) {
 			t.Error("a refresh without submitted=1 says the job was submitted")
 		}
 	})
+}
+
+// The refresh of a job's live part learns cheaply whether the part changed: each thing
+// the part shows, changed alone, makes the next refresh draw it (200, with the change),
+// and the one after is 204 again; the run time of a running job, which the page counts
+// on itself, does not.
+func TestJobPageLivePartRedrawsOnEachChange(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		f := jobForm(s.csrf(ada, "/jobs/new"))
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		page := "/jobs/" + m[1]
+		htmx := map[string]string{"HX-Request": "true"}
+		_, body := s.send(ada, "GET", page, "", htmx)
+		shown := liveVersionOf(t, body)
+		unchanged := func(after string) {
+			t.Helper()
+			if res, body := s.send(ada, "GET", page+"?shown="+shown, "", htmx); res.StatusCode != http.StatusNoContent {
+				t.Fatalf("after %s, an unchanged part's refresh = %d; want 204: %.300s", after, res.StatusCode, body)
+			}
+		}
+		// changed makes a change and checks that the next refresh draws it, with want.
+		changed := func(what string, change func() error, want string) {
+			t.Helper()
+			if err := change(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			res, body := s.send(ada, "GET", page+"?shown="+shown, "", htmx)
+			if res.StatusCode != http.StatusOK || !strings.Contains(body, want) {
+				t.Fatalf("after %s, the refresh = %d; want 200 with %q: %.3000s", what, res.StatusCode, want, body)
+			}
+			shown = liveVersionOf(t, body)
+			unchanged(what)
+		}
+		unchanged("nothing")
+
+		changed("a pending reason", func() error { return st.SetPendingReason(ctx, id, "every A100-80GB is taken") }, "every A100-80GB is taken.")
+		node := s.join("gpu-a", "2xA100-80GB")
+		changed("a placement", func() error { s.disp.Tick(ctx); return nil }, "GPU 0 · A100-80GB")
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 {
+			t.Fatalf("leases = %+v, %v", leases, err)
+		}
+		changed("the start", func() error {
+			return s.disp.Report(ctx, node, agentapi.Report{AttemptRef: leases.Allocations[0].AttemptRef, Event: agentapi.EventStarted})
+		}, "▶ running")
+		// A second on, Ran is another figure, which the page counts itself.
+		time.Sleep(1100 * time.Millisecond)
+		unchanged("a second of running")
+
+		changed("an event alone", func() error {
+			return st.NoteJob(ctx, id, models.JobRunning, "slurm", "Slurm moved it to node c12", "system")
+		}, "Slurm moved it to node c12")
+		a, err := st.AllocationByAttempt(ctx, id, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed("an allocation alone", func() error {
+			why := "asked to checkpoint"
+			return st.UpdateAllocation(ctx, a.ID, []string{models.AllocRunning}, store.AllocationChange{State: models.AllocStopping, StopReason: &why})
+		}, "asked to checkpoint")
+		job, err := st.JobByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().UTC().Truncate(time.Minute)
+		changed("a charge", func() error {
+			return st.AppendLedgerEntries(ctx, []models.LedgerEntry{{JobID: &id, Attempt: 1, AllocationID: &a.ID, UserID: &job.UserID, ProjectID: &job.ProjectID,
+				Resource: "gpu", QuantityMilli: 1000, RateMicros: 7_250_000, AmountMicros: 7_250_000, PeriodStart: start, PeriodEnd: start.Add(time.Minute)}})
+		}, accounting.FormatMoney(7_250_000))
+		changed("the metering watermark", func() error {
+			return st.InTx(ctx, func(tx *store.Store) error {
+				if _, _, err := tx.LockMetering(ctx); err != nil {
+					return err
+				}
+				return tx.SetMeteredUntil(ctx, start.Add(time.Minute))
+			})
+		}, "metered up to "+start.Add(time.Minute).Format("2006-01-02 15:04:05 UTC"))
+		changed("a placement policy", func() error {
+			_, err := directory.New(st, s.audit, s.az, nil, time.Now).SetPlacement(ctx, "default", directory.Placement{ConfidentialOnly: true})
+			return err
+		}, "confidential-computing nodes only")
+	})
+}
+
+// liveVersionOf is the version a live part says it shows.
+func liveVersionOf(t *testing.T, body string) string {
+	t.Helper()
+	v := shownVersion.FindStringSubmatch(body)
+	if v == nil {
+		t.Fatalf("the live part names no version: %.300s", body)
+	}
+	var vals struct{ Shown string }
+	if err := json.Unmarshal([]byte(html.UnescapeString(v[1])), &vals); err != nil || vals.Shown == "" {
+		t.Fatalf("hx-vals %q: %v", v[1], err)
+	}
+	return vals.Shown
 }

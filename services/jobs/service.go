@@ -302,6 +302,12 @@ func (s *Service) Allocations(ctx context.Context, id int64) ([]models.Allocatio
 	return s.store.AllocationsOfJob(ctx, id)
 }
 
+// Activity returns a text that changes whenever the job's events, allocations or
+// charges, or the metering watermark, do (store.JobActivity).
+func (s *Service) Activity(ctx context.Context, id int64) (string, error) {
+	return s.store.JobActivity(ctx, id)
+}
+
 // LogChunks returns the output of one attempt of a job after chunk afterID, in
 // arrival order; stream "" gives both streams.
 func (s *Service) LogChunks(ctx context.Context, jobID int64, attempt int, stream string, afterID int64) ([]models.JobLogChunk, error) {

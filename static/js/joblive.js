@@ -21,3 +21,33 @@
     if (next) { next.focus(); }
   });
 })();
+
+// Counts a running job's run time on between refreshes: the server leaves it out of
+// the live part's version, so that a refresh finding nothing else changed is answered
+// 204, and the figure it drew (data-ran-seconds) would stand still. Written as the
+// server writes it (Go's Duration.String, "1h2m3s", less trailing zero units).
+(function () {
+  "use strict";
+  var drawn = new WeakMap();
+  function words(s) {
+    var h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), out = (s % 60) + "s";
+    if (h > 0 || m > 0) { out = m + "m" + out; }
+    if (h > 0) { out = h + "h" + out; }
+    if (out.slice(-3) === "m0s") { out = out.slice(0, -2); }
+    if (out.slice(-3) === "h0m") { out = out.slice(0, -2); }
+    return out;
+  }
+  function tick() {
+    var el = document.querySelector("[data-ran-seconds]");
+    if (!el) { return; }
+    if (!drawn.has(el)) { drawn.set(el, performance.now()); }
+    var s = Number(el.getAttribute("data-ran-seconds")) + Math.floor((performance.now() - drawn.get(el)) / 1000);
+    if (s >= 0) { el.textContent = words(s); }
+  }
+  // A part drawn again starts from the server's figure.
+  document.body.addEventListener("htmx:afterSwap", function (e) {
+    if (e.target.id === "job-live") { tick(); }
+  });
+  tick();
+  setInterval(tick, 1000);
+})();
