@@ -546,6 +546,16 @@ func (w *world) refusedAlert(verb string) change {
 	return change{as: models.RoleMember, path: path, form: url.Values{"for": {"1h"}}, action: "access.denied", object: "route", id: "POST " + path}
 }
 
+// changesNothing are the POST routes that change no state: the submit form's live
+// requests, posted so that nothing typed goes in a URL. Each must answer and append no
+// audit event, and leave the jobs and templates as they were.
+var changesNothing = map[string]func(w *world) change{
+	"POST /jobs/new": func(w *world) change {
+		return change{as: models.RoleMember, path: "/jobs/new", form: url.Values{"project": {w.projects[true].Name}, "name": {"train-1"}, "command": {"python train.py"},
+			"preset": {"cpu"}, "apply": {"preset"}, "template_name": {"nightly"}}}
+	},
+}
+
 // TestEveryMutationIsAudited makes one real change through every state-changing route
 // (but the agent protocol's and the job token's, whose audit rule docs/ARCHITECTURE.md
 // gives) and checks that it appended an audit event naming the actor, the action and the
@@ -559,6 +569,10 @@ func TestEveryMutationIsAudited(t *testing.T) {
 		key := r.method + " " + r.path
 		served[key] = true
 		if safeMethod(r.method) || r.access.kind == agent || r.access.kind == jobToken {
+			continue
+		}
+		if make, ok := changesNothing[key]; ok {
+			w.checkNothing(t, key, r.method, make(w))
 			continue
 		}
 		make, ok := mutations[key]
@@ -608,6 +622,29 @@ func (w *world) check(t *testing.T, key, method string, ch change, refused bool)
 		got = append(got, fmt.Sprintf("%s by %s on %s %s", e.Action, e.Actor, e.ObjectType, e.ObjectID))
 	}
 	t.Errorf("%s as %s appended %v, want %s by %s on %s %s", key, ch.as, got, ch.action, actor, ch.object, ch.id)
+}
+
+// checkNothing sends ch and checks that it was answered, appended no audit event and
+// stored no job or template.
+func (w *world) checkNothing(t *testing.T, key, method string, ch change) {
+	t.Helper()
+	count := func() int {
+		jobs, err := w.st.Jobs(w.ctx, store.JobFilter{})
+		w.must(err)
+		templates, err := w.st.JobTemplates(w.ctx, w.projects[true].ID)
+		w.must(err)
+		return len(jobs) + len(templates)
+	}
+	before, rows := w.lastEventID(), count()
+	if res, body := w.send(method, ch); res.StatusCode != http.StatusOK {
+		t.Errorf("%s as %s: %d, want 200: %.300s", key, ch.as, res.StatusCode, body)
+	}
+	if after := w.lastEventID(); after != before {
+		t.Errorf("%s as %s appended audit events, but is to change nothing", key, ch.as)
+	}
+	if count() != rows {
+		t.Errorf("%s as %s stored a job or template", key, ch.as)
+	}
 }
 
 // Every state-changing route refuses a browser session (or, for the login form, a
