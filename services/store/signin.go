@@ -49,10 +49,11 @@ func (s *Store) APITokenSignIn(ctx context.Context, hash string, keys ...string)
 
 // signIn reads the row of table whose column key is value into dest (cols, in order),
 // joined with its user, and the settings keys as scalar subqueries. It runs on every
-// signed-in request, so it skips gorm and reads through the read pool (on SQLite, not
-// behind the one writer). On SQLite the row comes back as one json_array() value: the
-// pure-Go driver compiles the statement on every run, and the compiling costs by the
-// result column; one array of the 24 values takes two thirds of the CPU of 24 columns.
+// signed-in request, so it reads through readRows (no gorm; on SQLite, not behind the
+// one writer; on PostgreSQL, through pgx itself). On SQLite the row comes back as one
+// json_array() value: the pure-Go driver compiles the statement on every run, and the
+// compiling costs by the result column; one array of the 24 values takes two thirds
+// of the CPU of 24 columns.
 func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols []string, dest ...any) (*SignIn, error) {
 	in := &SignIn{Settings: make(map[string]string, len(keys))}
 	u := &in.User
@@ -84,30 +85,26 @@ func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols
 		list = "json_array(" + list + ")"
 	}
 	q := "SELECT " + list + " FROM " + table + " c JOIN users u ON u.id = c.user_id WHERE c." + key + " = " + param(len(args))
-	rows, err := s.read(ctx).Statement.ConnPool.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, s.driverError(err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, s.driverError(err)
+	found := false
+	err := s.readRows(ctx, read{query: q, args: args, scan: func(rows rowScanner) error {
+		if !rows.Next() {
+			return nil
 		}
-		return nil, ErrNotFound
-	}
-	if pg {
-		err = rows.Scan(dest...)
-	} else {
+		found = true
+		if pg {
+			return rows.Scan(dest...)
+		}
 		var row string
-		if err = rows.Scan(&row); err == nil {
-			err = scanJSONArray(row, dest)
+		if err := rows.Scan(&row); err != nil {
+			return err
 		}
-	}
+		return scanJSONArray(row, dest)
+	}})
 	if err != nil {
 		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.driverError(err)
+	if !found {
+		return nil, ErrNotFound
 	}
 	for i, k := range keys {
 		if values[i].Valid {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -42,7 +43,10 @@ type Store struct {
 	// wait for the writer, so a long scan (a roll-up, a chart, a page) holds up no
 	// heartbeat, and a write waits only for other writes. On PostgreSQL it is db;
 	// inside InTx, the transaction.
-	reads   *gorm.DB
+	reads *gorm.DB
+	// pg is PostgreSQL's pool outside a transaction, for readRows; nil on SQLite and
+	// inside InTx.
+	pg      *sql.DB
 	dialect string
 	inTx    bool
 }
@@ -77,7 +81,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		sqlDB.SetMaxOpenConns(conns)
 		sqlDB.SetMaxIdleConns(conns)
-		s := &Store{db: db, reads: db, dialect: migrations.Postgres}
+		s := &Store{db: db, reads: db, pg: sqlDB, dialect: migrations.Postgres}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))

@@ -151,25 +151,28 @@ func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Proj
 }
 
 // ProjectNames returns the names of every project, sorted. The jobs page asks for them
-// on every view, so they are read on the read pool (on SQLite, not queued on the one
-// writer connection) and scanned without gorm, whose Pluck spends more on reflection
-// than the query costs.
+// on every view, so they are read by readRows: on the read pool (on SQLite, not queued
+// on the one writer connection) and without gorm, whose Pluck spends more on
+// reflection than the query costs.
 func (s *Store) ProjectNames(ctx context.Context) ([]string, error) {
-	rows, err := s.read(ctx).Statement.ConnPool.QueryContext(ctx, "SELECT name FROM projects ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("project names: %w", s.driverError(err))
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, fmt.Errorf("project names: %w", err)
-		}
-		out = append(out, name)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("project names: %w", s.driverError(err))
+	if err := s.readRows(ctx, projectNamesRead(&out)); err != nil {
+		return nil, fmt.Errorf("project names: %w", err)
 	}
 	return out, nil
+}
+
+// projectNamesRead reads every project's name, sorted, into out.
+func projectNamesRead(out *[]string) read {
+	return read{query: "SELECT name FROM projects ORDER BY name", scan: func(rows rowScanner) error {
+		var name string
+		dest := []any{&name}
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			*out = append(*out, name)
+		}
+		return nil
+	}}
 }
