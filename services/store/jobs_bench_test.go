@@ -12,13 +12,15 @@ import (
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
-// stateIndexes are the indexes of migration 0027: what the jobs list's state filter
-// costs every state change.
-var stateIndexes = []string{"jobs_project_state_submitted", "jobs_project_state_name", "jobs_project_state_gpus", "jobs_state_name", "jobs_state_gpus"}
+// listIndexes are the indexes of migrations 0027 and 0028: what the jobs list's state
+// and user filters cost every state change (on SQLite only 0027's, which hold the
+// state; on PostgreSQL all, as no update of a job's state is HOT).
+var listIndexes = []string{"jobs_project_state_submitted", "jobs_project_state_name", "jobs_project_state_gpus", "jobs_state_name", "jobs_state_gpus",
+	"jobs_user_name", "jobs_user_gpus"}
 
 // BenchmarkTransitionJob moves jobs between queued and held among 100,000 jobs, with
-// every index and then without those of migration 0027, on SQLite and PostgreSQL:
-// the write cost of the list's state indexes. cpu-µs/op is this process's CPU per
+// every index and then without those of migrations 0027 and 0028, on SQLite and
+// PostgreSQL: the write cost of the list's state and user indexes. cpu-µs/op is this process's CPU per
 // state change (PostgreSQL's own is not in it; its ns/op is).
 //
 //	go test ./services/store/ -run '^$' -bench BenchmarkTransitionJob -benchtime 2000x
@@ -53,30 +55,34 @@ func BenchmarkTransitionJob(b *testing.B) {
 				b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 			}
 			b.Run("all-indexes", run)
-			for _, index := range stateIndexes {
+			for _, index := range listIndexes {
 				storetest.Exec(b, cfg, "DROP INDEX "+index)
 			}
-			b.Run("without-state-indexes", run)
+			b.Run("without-0027-0028", run)
 		})
 	}
 }
 
-// seedJobs writes n jobs in four projects of one user behind the store's back, in
-// one statement (through the store they would take minutes): 7 in 13 succeeded, then
-// failed, cancelled, running, queued twice and held, GPUs 0 to 8, submitted at once
-// (on PostgreSQL a minute apart). It returns the projects' ids.
-func seedJobs(tb testing.TB, cfg store.Config, s *store.Store, n int) []int64 {
+// seedJobs writes n jobs in four projects behind the store's back, in one statement
+// (through the store they would take minutes): 7 in 13 succeeded, then failed,
+// cancelled, running, queued twice and held, GPUs 0 to 8, submitted at once (on
+// PostgreSQL a minute apart), one in 50 by grace and the others by ada. It returns
+// the projects' ids and grace's.
+func seedJobs(tb testing.TB, cfg store.Config, s *store.Store, n int) (projects []int64, grace int64) {
 	tb.Helper()
 	ctx := context.Background()
 	u := &models.User{Username: "ada"}
 	if err := s.CreateUser(ctx, u); err != nil {
 		tb.Fatal(err)
 	}
+	g := &models.User{Username: "grace"}
+	if err := s.CreateUser(ctx, g); err != nil {
+		tb.Fatal(err)
+	}
 	team := &models.Team{Name: "vision"}
 	if err := s.CreateTeam(ctx, team); err != nil {
 		tb.Fatal(err)
 	}
-	var projects []int64
 	for _, name := range []string{"detect", "segment", "track", "caption"} {
 		p := &models.Project{TeamID: team.ID, Name: name}
 		if err := s.CreateProject(ctx, p); err != nil {
@@ -85,7 +91,8 @@ func seedJobs(tb testing.TB, cfg store.Config, s *store.Store, n int) []int64 {
 		projects = append(projects, p.ID)
 	}
 	seed := `INSERT INTO jobs (name, project_id, user_id, command, gpus, priority_class, state, submitted_at, created_at, updated_at)
-		SELECT 'train-' || i, CASE i % 4 WHEN 0 THEN $1 WHEN 1 THEN $2 WHEN 2 THEN $3 ELSE $4 END, $5, '["true"]', i % 9, 'research',
+		SELECT 'train-' || i, CASE i % 4 WHEN 0 THEN $1 WHEN 1 THEN $2 WHEN 2 THEN $3 ELSE $4 END, CASE i % 50 WHEN 0 THEN $8 ELSE $5 END,
+		'["true"]', i % 9, 'research',
 		CASE WHEN i % 13 < 7 THEN 'succeeded' WHEN i % 13 = 7 THEN 'failed' WHEN i % 13 = 8 THEN 'cancelled' WHEN i % 13 = 9 THEN 'running'
 		WHEN i % 13 < 12 THEN 'queued' ELSE 'held' END, $6, $6, $6 FROM `
 	if cfg.DatabaseURL == "" {
@@ -93,7 +100,7 @@ func seedJobs(tb testing.TB, cfg store.Config, s *store.Store, n int) []int64 {
 	} else {
 		// Placeholders typed for PostgreSQL, which cannot infer them inside CASE.
 		// Submissions a minute apart, so that its statistics know the column.
-		seed = strings.NewReplacer("$1", "$1::bigint", "$2", "$2::bigint", "$3", "$3::bigint", "$4", "$4::bigint", "$5", "$5::bigint",
+		seed = strings.NewReplacer("$1", "$1::bigint", "$2", "$2::bigint", "$3", "$3::bigint", "$4", "$4::bigint", "$5", "$5::bigint", "$8", "$8::bigint",
 			"$6, $6, $6", "$6::timestamptz - i * interval '1 minute', $6, $6").Replace(seed) + `generate_series(1, $7) AS i`
 	}
 	db, err := storetest.SQL(cfg)
@@ -101,10 +108,10 @@ func seedJobs(tb testing.TB, cfg store.Config, s *store.Store, n int) []int64 {
 		tb.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(seed, projects[0], projects[1], projects[2], projects[3], u.ID, time.Now().UTC(), n); err != nil {
+	if _, err := db.Exec(seed, projects[0], projects[1], projects[2], projects[3], u.ID, time.Now().UTC(), n, g.ID); err != nil {
 		tb.Fatal(err)
 	}
-	return projects
+	return projects, g.ID
 }
 
 // processCPU is the CPU time this process has used, user and system.

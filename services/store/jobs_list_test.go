@@ -263,7 +263,8 @@ func TestJobsListUsesIndexes(t *testing.T) {
 // that has the project and the state before the sort key, for every sort and
 // direction: no step reads jobs to filter them by project or state, so a page reads
 // about as many jobs as it shows. One state within a project sorted by name walked
-// the project's name index before migration 0027, reading 13 jobs per job shown.
+// the project's name index before migration 0027, reading 13 jobs per job shown. A
+// user's list ("Only mine") is read from the user's index in sort order (0028).
 func TestJobsListFiltersInIndexes(t *testing.T) {
 	t.Parallel()
 	for _, backend := range storetest.Backends() {
@@ -274,7 +275,7 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 			s := storetest.Open(t, cfg)
 			// Enough jobs that PostgreSQL's costs tell the indexes apart: on a table of a
 			// page it may as well filter (state, name, id) as read (project_id, state, name, id).
-			projects := seedJobs(t, cfg, s, 5000)
+			projects, grace := seedJobs(t, cfg, s, 5000)
 			if err := s.AnalyzeJobs(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -292,8 +293,11 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 						{ProjectIDs: projects[2:], States: []string{models.JobHeld}},
 						{States: []string{models.JobQueued}},
 						{States: []string{models.JobFailed, models.JobHeld, models.JobRunning}},
+						{ProjectIDs: projects, UserID: grace},
+						{ProjectIDs: projects[1:2], UserID: grace},
+						{UserID: grace},
 					} {
-						if len(f.ProjectIDs) == 0 && backend.Name == "postgres" {
+						if len(f.ProjectIDs) == 0 && f.UserID == 0 && backend.Name == "postgres" {
 							// Without a project PostgreSQL may walk the sort's own index, in the
 							// table's order (jobs are written in submission order), rather than jump
 							// about the table from the state's, when one job in eight has the state:
@@ -306,9 +310,9 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if bad := filterStep(plan, len(f.ProjectIDs) > 0); bad != "" {
-							t.Errorf("%d projects, states %v by %s (ascending %t): %q filters jobs:\n%s",
-								len(f.ProjectIDs), f.States, sort, asc, bad, strings.Join(plan, "\n"))
+						if bad := filterStep(plan, f); bad != "" {
+							t.Errorf("%d projects, states %v, user %t by %s (ascending %t): %q filters jobs:\n%s",
+								len(f.ProjectIDs), f.States, f.UserID != 0, sort, asc, bad, strings.Join(plan, "\n"))
 						}
 					}
 				}
@@ -317,21 +321,35 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 	}
 }
 
-// filterStep returns the step of a plan that reads jobs without finding them by their
-// state (and project), or that filters read jobs by either; "" if none does.
-func filterStep(plan []string, project bool) string {
+// filterStep returns the step of the plan of f that reads jobs without finding them
+// by what f selects, or that filters read jobs by it; "" if none does. A user's jobs
+// are found by the user, filtered by project and state.
+func filterStep(plan []string, f store.JobFilter) string {
+	var keys []string
+	switch {
+	case f.UserID != 0:
+		keys = []string{"user_id"}
+	case len(f.ProjectIDs) > 0:
+		keys = []string{"project_id", "state"}
+	default:
+		keys = []string{"state"}
+	}
 	for _, line := range plan {
 		step := strings.TrimSpace(line)
 		switch {
 		case strings.HasPrefix(step, "SEARCH jobs USING") && !strings.Contains(step, "PRIMARY KEY"): // SQLite
-			if !strings.Contains(step, "state=?") || project && !strings.Contains(step, "project_id=?") {
-				return step
+			for _, k := range keys {
+				if !strings.Contains(step, k+"=?") {
+					return step
+				}
 			}
-		case strings.HasPrefix(step, "SCAN jobs"):
+		case strings.HasPrefix(step, "SCAN jobs"), strings.Contains(step, "TEMP B-TREE") && f.UserID != 0:
 			return step
 		case strings.HasPrefix(step, "Filter:"): // PostgreSQL
-			if strings.Contains(step, "state") || strings.Contains(step, "project_id") {
-				return step
+			for _, k := range keys {
+				if strings.Contains(step, k) {
+					return step
+				}
 			}
 		}
 	}
