@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +206,59 @@ func TestJobPageAfterItsSessionEndsInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=state]", "queued", time.Second)
+}
+
+// The log picker of a job's page left open gains the attempt of each retry as it comes,
+// without a reload: the first attempt fails, the page follows the retry's output, the
+// picker lists both, and attempt 1 picked shows its own output and stays picked while
+// the page goes on following the job to its end.
+func TestJobPageLogPickerFollowsRetriesInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	end := filepath.Join(t.TempDir(), "end")
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("name", "retry-me")
+	f.Set("retries", "1")
+	f.Set("command", `/bin/sh -c 'if [ "$GANTRY_ATTEMPT" = 1 ]; then echo first try; exit 3; fi; echo second try; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	options := `[...document.querySelectorAll("#log-attempt option")].map(o => o.value + ":" + o.textContent).join(",")`
+
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#log-attempt")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad = true`))
+	if got := run(t, ctx, chromedp.Evaluate[string](options)); got != ":latest" {
+		t.Fatalf("the picker of a queued job lists %q; want latest alone", got)
+	}
+
+	s.runCluster("2xA100-80GB")
+	waitText(t, ctx, "[data-testid=log-output]", "second try", 30*time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 2 live", 5*time.Second)
+	waitTrue(t, ctx, options+` === ":latest,1:1,2:2"`, "the picker listing attempts 1 and 2", 10*time.Second)
+
+	run(t, ctx, chromedp.Evaluate[bool](`(s => { s.value = "1"; s.dispatchEvent(new Event("change")); return true; })(document.getElementById("log-attempt"))`))
+	waitText(t, ctx, "[data-testid=log-output]", "first try", 10*time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended", 5*time.Second)
+	if out := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("log-output").textContent`)); strings.Contains(out, "second try") {
+		t.Errorf("attempt 1 picked shows %q", out)
+	}
+
+	// The job ends; its live part, drawn again, leaves the pick and the list as they are.
+	if err := os.WriteFile(end, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
+	if got := run(t, ctx, chromedp.Evaluate[string](options+` + " picked " + document.getElementById("log-attempt").value`)); got != ":latest,1:1,2:2 picked 1" {
+		t.Errorf("after the job ended the picker is %q; want attempts 1 and 2, 1 picked", got)
+	}
+	if !run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad === true`)) {
+		t.Fatal("the page was reloaded; it should have followed the job in place")
+	}
 }

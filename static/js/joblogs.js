@@ -1,7 +1,8 @@
 // Live logs of a job's page: follows the job's log stream (server-sent events from
 // GET /jobs/ID/logs/stream), with follow (keep the newest line in view), pause (stop
-// showing new output; it is kept and shown on resume), a stream and attempt picker,
-// and a download link that matches what is picked.
+// showing new output; it is kept and shown on resume), a stream and attempt picker
+// (which gains a retry's attempt as it comes), and a download link that matches what
+// is picked.
 (function () {
   "use strict";
   var box = document.querySelector("[data-log-url]");
@@ -39,6 +40,22 @@
     if (follow.checked) { out.scrollTop = out.scrollHeight; }
   }
 
+  // The picker lists the attempts there were when the page was drawn; it gains each
+  // new one (a retry) as the page's live part or the stream learns of it, keeping the
+  // one picked.
+  function listAttempts(n) {
+    var last = attemptSel.options.length > 1 ? Number(attemptSel.options[attemptSel.options.length - 1].value) : 0;
+    for (var i = last + 1; i <= n; i++) {
+      var o = document.createElement("option");
+      o.value = String(i);
+      o.textContent = String(i);
+      attemptSel.appendChild(o);
+    }
+  }
+  document.body.addEventListener("htmx:afterSwap", function (e) {
+    if (e.target.id === "job-live") { listAttempts(Number(e.target.getAttribute("data-attempt")) || 0); }
+  });
+
   function close() {
     if (source) { source.close(); source = null; }
   }
@@ -66,6 +83,7 @@
     source.addEventListener("end", function (e) {
       var d = JSON.parse(e.data);
       close();
+      listAttempts(d.latest || 0);
       if (!attemptSel.value && d.latest > d.attempt && d.attempt > 0) {
         // A retry started: follow it, as "latest" asks.
         attempt = String(d.latest);
