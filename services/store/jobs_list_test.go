@@ -264,7 +264,8 @@ func TestJobsListUsesIndexes(t *testing.T) {
 // direction: no step reads jobs to filter them by project or state, so a page reads
 // about as many jobs as it shows. One state within a project sorted by name walked
 // the project's name index before migration 0027, reading 13 jobs per job shown. A
-// user's list ("Only mine") is read from the user's index in sort order (0028).
+// user's list ("Only mine") is read from the user's index in sort order (0028), an
+// image's from the image's (0029).
 func TestJobsListFiltersInIndexes(t *testing.T) {
 	t.Parallel()
 	for _, backend := range storetest.Backends() {
@@ -275,7 +276,8 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 			s := storetest.Open(t, cfg)
 			// Enough jobs that PostgreSQL's costs tell the indexes apart: on a table of a
 			// page it may as well filter (state, name, id) as read (project_id, state, name, id).
-			projects, grace := seedJobs(t, cfg, s, 5000)
+			seed := seedJobs(t, cfg, s, 5000)
+			projects, grace := seed.projects, seed.grace
 			if err := s.AnalyzeJobs(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -296,8 +298,10 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 						{ProjectIDs: projects, UserID: grace},
 						{ProjectIDs: projects[1:2], UserID: grace},
 						{UserID: grace},
+						{ImageID: seed.image},
+						{ImageRef: seed.ref},
 					} {
-						if len(f.ProjectIDs) == 0 && f.UserID == 0 && backend.Name == "postgres" {
+						if len(f.States) > 0 && len(f.ProjectIDs) == 0 && f.UserID == 0 && backend.Name == "postgres" {
 							// Without a project PostgreSQL may walk the sort's own index, in the
 							// table's order (jobs are written in submission order), rather than jump
 							// about the table from the state's, when one job in eight has the state:
@@ -311,8 +315,8 @@ func TestJobsListFiltersInIndexes(t *testing.T) {
 							t.Fatal(err)
 						}
 						if bad := filterStep(plan, f); bad != "" {
-							t.Errorf("%d projects, states %v, user %t by %s (ascending %t): %q filters jobs:\n%s",
-								len(f.ProjectIDs), f.States, f.UserID != 0, sort, asc, bad, strings.Join(plan, "\n"))
+							t.Errorf("%d projects, states %v, user %t, image %t by %s (ascending %t): %q filters jobs:\n%s",
+								len(f.ProjectIDs), f.States, f.UserID != 0, f.ImageID != 0 || f.ImageRef != "", sort, asc, bad, strings.Join(plan, "\n"))
 						}
 					}
 				}
@@ -329,10 +333,17 @@ func filterStep(plan []string, f store.JobFilter) string {
 	switch {
 	case f.UserID != 0:
 		keys = []string{"user_id"}
-	case len(f.ProjectIDs) > 0:
-		keys = []string{"project_id", "state"}
-	default:
-		keys = []string{"state"}
+	case len(f.ProjectIDs) > 0 || len(f.States) > 0:
+		if len(f.ProjectIDs) > 0 {
+			keys = append(keys, "project_id")
+		}
+		if len(f.States) > 0 {
+			keys = append(keys, "state")
+		}
+	case f.ImageID != 0:
+		keys = []string{"image_id"}
+	case f.ImageRef != "":
+		keys = []string{"image_ref"}
 	}
 	for _, line := range plan {
 		step := strings.TrimSpace(line)
