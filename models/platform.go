@@ -143,7 +143,8 @@ type TelemetrySample struct {
 	LastXID int `gorm:"column:last_xid"`
 }
 
-// CasbinRule is a Casbin policy line, in the table layout of casbin/gorm-adapter.
+// CasbinRule is a Casbin policy line: its ptype and up to six values, empty where unused
+// (the table layout of casbin/gorm-adapter).
 type CasbinRule struct {
 	ID    int64
 	Ptype string
@@ -155,5 +156,5 @@ type CasbinRule struct {
 	V5    string
 }
 
-// TableName is the table casbin/gorm-adapter reads.
+// TableName is the policy table.
 func (CasbinRule) TableName() string { return "casbin_rule" }

@@ -13,16 +13,19 @@ import (
 // errGrantsAreMemberships refuses writing g lines through Casbin: grants are memberships.
 var errGrantsAreMemberships = errors.New("role grants are project memberships and user roles: change them with SetProjectRole or SetGlobalRoles")
 
-// adapter loads p lines from casbin_rule through the gorm adapter and g lines from the
-// grants in the store, so that Casbin sees one policy while each grant has one home.
-type adapter struct {
-	rules persist.Adapter
-	store *store.Store
-}
+// adapter loads p lines from the store's casbin_rule table and g lines from the grants
+// in the store, so that Casbin sees one policy while each grant has one home.
+type adapter struct{ store *store.Store }
 
 func (a *adapter) LoadPolicy(m model.Model) error {
-	if err := a.rules.LoadPolicy(m); err != nil {
+	lines, err := a.store.CasbinPolicyLines(context.Background())
+	if err != nil {
 		return err
+	}
+	for _, line := range lines {
+		if err := persist.LoadPolicyArray(line, m); err != nil {
+			return err
+		}
 	}
 	grants, err := a.store.Grants(context.Background())
 	if err != nil {
@@ -48,19 +51,19 @@ func (a *adapter) AddPolicy(sec, ptype string, rule []string) error {
 	if sec == "g" {
 		return errGrantsAreMemberships
 	}
-	return a.rules.AddPolicy(sec, ptype, rule)
+	return a.store.AddCasbinPolicyLine(context.Background(), ptype, rule)
 }
 
 func (a *adapter) RemovePolicy(sec, ptype string, rule []string) error {
 	if sec == "g" {
 		return errGrantsAreMemberships
 	}
-	return a.rules.RemovePolicy(sec, ptype, rule)
+	return a.store.DeleteCasbinPolicyLines(context.Background(), ptype, 0, rule...)
 }
 
 func (a *adapter) RemoveFilteredPolicy(sec, ptype string, fieldIndex int, fieldValues ...string) error {
 	if sec == "g" {
 		return errGrantsAreMemberships
 	}
-	return a.rules.RemoveFilteredPolicy(sec, ptype, fieldIndex, fieldValues...)
+	return a.store.DeleteCasbinPolicyLines(context.Background(), ptype, fieldIndex, fieldValues...)
 }

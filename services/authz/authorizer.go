@@ -114,11 +114,7 @@ func (a *Authorizer) open() error {
 	if err != nil {
 		return fmt.Errorf("parse the authorization model: %w", err)
 	}
-	rules, err := a.store.CasbinRules()
-	if err != nil {
-		return err
-	}
-	enf, err := casbin.NewSyncedEnforcer(m, &adapter{rules: rules, store: a.store})
+	enf, err := casbin.NewSyncedEnforcer(m, &adapter{store: a.store})
 	if err != nil {
 		return fmt.Errorf("load authorization policy: %w", err)
 	}

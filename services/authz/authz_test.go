@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casbin/casbin/v2/model"
-
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
@@ -233,20 +231,12 @@ func TestPolicyLivesInCasbinRule(t *testing.T) {
 				t.Fatal("the line leaked into a foreign project")
 			}
 			// The default lines were stored by the first load, in the table itself.
-			rules, err := st.CasbinRules()
+			stored, err := st.CasbinPolicyLines(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := model.NewModelFromString("[request_definition]\nr = sub, dom, obj, act\n[policy_definition]\np = sub, dom, obj, act\n[policy_effect]\ne = some(where (p.eft == allow))\n[matchers]\nm = r.sub == p.sub\n")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rules.LoadPolicy(m); err != nil {
-				t.Fatal(err)
-			}
-			stored, _ := m.GetPolicy("p", "p")
 			for _, line := range authz.DefaultPolicy() {
-				if !slices.ContainsFunc(stored, func(l []string) bool { return slices.Equal(l, line) }) {
+				if !slices.ContainsFunc(stored, func(l []string) bool { return slices.Equal(l, append([]string{"p"}, line...)) }) {
 					t.Errorf("default line %v is not in casbin_rule", line)
 				}
 			}

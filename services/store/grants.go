@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	gormadapter "github.com/casbin/gorm-adapter/v3"
-	"gorm.io/gorm"
-
 	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
@@ -61,18 +58,6 @@ func (s *Store) DeleteMembership(ctx context.Context, userID, projectID int64) e
 		return fmt.Errorf("remove user %d from project %d: %w", userID, projectID, ErrNotFound)
 	}
 	return nil
-}
-
-// CasbinRules is the Casbin adapter over the casbin_rule table, which migration 0001
-// created: the adapter's own auto-migration stays off.
-func (s *Store) CasbinRules() (*gormadapter.Adapter, error) {
-	db := s.db.Session(&gorm.Session{NewDB: true})
-	gormadapter.TurnOffAutoMigrate(db)
-	a, err := gormadapter.NewAdapterByDBUseTableName(db, "", models.CasbinRule{}.TableName())
-	if err != nil {
-		return nil, fmt.Errorf("open the casbin_rule adapter: %w", err)
-	}
-	return a, nil
 }
 
 // ProjectRole is a user's role in a project, with the project's and its team's names.

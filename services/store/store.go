@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -95,8 +94,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Transactions begin IMMEDIATE: one that reads and then writes while another process
 	// (gantry serve and a gantry admin command) wrote in between would fail at once with
 	// SQLITE_BUSY, which no busy timeout retries; taking the write lock first waits instead.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate&" + SQLiteTimeParams
+	db, err := gorm.Open(sqliteDialector{dsn: dsn}, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
 	}
@@ -107,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// One connection: SQLite has one writer, and a single connection never meets SQLITE_BUSY
 	// on a read-to-write upgrade inside a transaction.
 	sqlDB.SetMaxOpenConns(1)
-	reads, err := gorm.Open(sqlite.Open("file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)"), gcfg)
+	reads, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)&" + SQLiteTimeParams}, gcfg)
 	if err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open SQLite database %s for reading: %w", path, err)

@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/glebarez/go-sqlite"  // database/sql driver "sqlite" for Exec
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for test databases
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite" for Exec
 
 	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -148,7 +148,7 @@ func TryExec(cfg store.Config, query string) error {
 func SQL(cfg store.Config) (*sql.DB, error) {
 	driver, dsn := "pgx", cfg.DatabaseURL
 	if dsn == "" {
-		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)"
+		driver, dsn = "sqlite", "file:"+cfg.DataDir+"/"+store.SQLiteFile+"?_pragma=busy_timeout(10000)&"+store.SQLiteTimeParams
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
