@@ -24,8 +24,12 @@ const SQLiteTimeParams = "_time_format=sqlite&_timezone=UTC"
 
 // sqliteDialector is gorm's view of SQLite over modernc.org/sqlite's own database/sql
 // driver, which keeps a prepared statement compiled between runs. Only what the store
-// uses is here: the schema is made by the SQL of migrations/, not by gorm.
-type sqliteDialector struct{ dsn string }
+// uses is here: the schema is made by the SQL of migrations/, not by gorm. With
+// prepared, queries (not Exec) run through statements kept compiled: see preparedPool.
+type sqliteDialector struct {
+	dsn      string
+	prepared bool
+}
 
 func (sqliteDialector) Name() string { return "sqlite" }
 
@@ -35,6 +39,9 @@ func (d sqliteDialector) Initialize(db *gorm.DB) error {
 		return err
 	}
 	db.ConnPool = conn
+	if d.prepared {
+		db.ConnPool = newPreparedPool(conn)
+	}
 	// The engine (3.50) has RETURNING, so a Create reads back generated ids in its INSERT.
 	callbacks.RegisterDefaultCallbacks(db, &callbacks.Config{
 		CreateClauses:        []string{"INSERT", "VALUES", "ON CONFLICT", "RETURNING"},

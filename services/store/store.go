@@ -40,8 +40,9 @@ type Store struct {
 	// reads serves getters that need no transaction of their own. On SQLite it is a
 	// pool of read-only connections beside the one writer: in WAL mode readers never
 	// wait for the writer, so a long scan (a roll-up, a chart, a page) holds up no
-	// heartbeat, and a write waits only for other writes. On PostgreSQL it is db;
-	// inside InTx, the transaction.
+	// heartbeat, and a write waits only for other writes; its queries run through
+	// statements kept compiled (preparedPool). On PostgreSQL it is db; inside InTx,
+	// the transaction.
 	reads *gorm.DB
 	// pg is PostgreSQL's pool outside a transaction, for readRows; nil on SQLite and
 	// inside InTx.
@@ -106,7 +107,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// One connection: SQLite has one writer, and a single connection never meets SQLITE_BUSY
 	// on a read-to-write upgrade inside a transaction.
 	sqlDB.SetMaxOpenConns(1)
-	reads, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)&" + SQLiteTimeParams}, gcfg)
+	reads, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)&" + SQLiteTimeParams, prepared: true}, gcfg)
 	if err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open SQLite database %s for reading: %w", path, err)
