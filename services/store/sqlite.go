@@ -50,7 +50,16 @@ func (d sqliteDialector) Initialize(db *gorm.DB) error {
 		LastInsertIDReversed: true,
 	})
 	db.ClauseBuilders["LIMIT"] = literalLimit
+	db.ClauseBuilders["FOR"] = withoutRowLocks
 	return nil
+}
+
+// withoutRowLocks drops FOR UPDATE and the like, which SQLite does not have: a write
+// transaction holds the database's one write lock from its start (BEGIN IMMEDIATE).
+func withoutRowLocks(c clause.Clause, b clause.Builder) {
+	if _, ok := c.Expression.(clause.Locking); !ok {
+		c.Build(b)
+	}
 }
 
 // Migrator answers HasTable and HasColumn from SQLite's catalogue; the rest is gorm's
