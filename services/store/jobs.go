@@ -250,9 +250,9 @@ func jobField(j *models.Job, col string) any {
 }
 
 // listedJobsQuery is the query of ListedJobs. asJSON reads each row's named columns
-// and names as one json_array() value: the SQLite driver compiles every statement
-// afresh, at a cost by the result column, and reads each column value through
-// several calls; one array per row costs about half of its columns.
+// and names as one json_array() value: the SQLite driver reads each column value
+// through several calls, and one array per row costs about two thirds of its columns
+// (a page of 23 rows of 11 columns, statement prepared: ~78 µs of CPU against ~114).
 func listedJobsQuery(db *gorm.DB, f JobFilter, asJSON bool) (*gorm.DB, error) {
 	cols := []string{"jobs.*"}
 	if len(f.Columns) > 0 {

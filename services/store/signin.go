@@ -51,9 +51,8 @@ func (s *Store) APITokenSignIn(ctx context.Context, hash string, keys ...string)
 // joined with its user, and the settings keys as scalar subqueries. It runs on every
 // signed-in request, so it reads through readRows (no gorm; on SQLite, not behind the
 // one writer; on PostgreSQL, through pgx itself). On SQLite the row comes back as one
-// json_array() value: the pure-Go driver compiles the statement on every run, and the
-// compiling costs by the result column; one array of the 24 values takes two thirds
-// of the CPU of 24 columns.
+// json_array() value: the driver reads each column through several calls, and one
+// array costs less than its columns (see listedJobsQuery).
 func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols []string, dest ...any) (*SignIn, error) {
 	in := &SignIn{Settings: make(map[string]string, len(keys))}
 	u := &in.User
