@@ -28,13 +28,16 @@ func (p *SlurmPools) apply(ctx context.Context, sp *slurmPool, e slurm.Event) er
 		}
 	}
 	var cancel, ended bool
+	var job *models.Job
+	var submitted int
 	err := p.svc.store.InTx(ctx, func(tx *store.Store) error {
 		cancel, ended = false, false
 		row, err := tx.SlurmJobByID(ctx, rowID)
 		if err != nil {
 			return err
 		}
-		job, err := tx.JobByID(ctx, row.JobID)
+		submitted = row.Attempt
+		job, err = tx.JobByID(ctx, row.JobID)
 		if err != nil {
 			return err
 		}
@@ -62,7 +65,11 @@ func (p *SlurmPools) apply(ctx context.Context, sp *slurmPool, e slurm.Event) er
 		p.svc.Kick()
 	}
 	if cancel {
-		if err := sp.b.Cancel(ctx, e.SlurmID); err != nil {
+		err := sp.b.Cancel(ctx, e.SlurmID, job.ID, submitted)
+		if spared, err := p.spared(ctx, sp, job, err); err != nil || spared {
+			return err
+		}
+		if err != nil {
 			p.svc.log.Warn("cannot cancel a Slurm job Gantry no longer runs; trying again next pass", "pool", sp.pool.Name, "slurm_job", e.SlurmID, "err", err)
 		}
 	}

@@ -52,7 +52,7 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 		case reason == "":
 			continue
 		case reason == stopHeldInSlurm && r.StopReason == "":
-			if err := p.hold(ctx, sp, r, now); err != nil {
+			if err := p.hold(ctx, sp, r, job, now); err != nil {
 				return err
 			}
 			continue
@@ -73,17 +73,28 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 				return err
 			}
 			if checkpoint && !seen.Start.IsZero() {
-				err = sp.b.Checkpoint(ctx, r.SlurmJobID)
+				err = sp.b.Checkpoint(ctx, r.SlurmJobID, r.JobID, r.Attempt)
 			} else {
-				err = sp.b.Cancel(ctx, r.SlurmJobID)
+				err = sp.b.Cancel(ctx, r.SlurmJobID, r.JobID, r.Attempt)
 			}
-			if err != nil {
+			// A Slurm job id that another job holds now is left alone, as if signalled:
+			// the follower's poll finds Gantry's job gone.
+			spared, nerr := p.spared(ctx, sp, job, err)
+			if nerr != nil {
+				return nerr
+			}
+			if err != nil && !spared {
 				p.svc.log.Warn("cannot stop a Slurm job; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
 				continue
 			}
 			r.StopReason, r.SignalledAt = reason, &now
 		case r.SignalledAt == nil || now.Sub(*r.SignalledAt) >= wait:
-			if err := sp.b.Cancel(ctx, r.SlurmJobID); err != nil {
+			err := sp.b.Cancel(ctx, r.SlurmJobID, r.JobID, r.Attempt)
+			spared, nerr := p.spared(ctx, sp, job, err)
+			if nerr != nil {
+				return nerr
+			}
+			if err != nil && !spared {
 				p.svc.log.Warn("cannot cancel a Slurm job; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
 				continue
 			}
@@ -96,6 +107,18 @@ func (p *SlurmPools) stopUnwanted(ctx context.Context, sp *slurmPool, rows []mod
 		}
 	}
 	return nil
+}
+
+// spared says whether err is Slurm giving the id of a job's Slurm job to another job
+// (Slurm's ids restarted): Gantry did nothing to that one, and notes so on the job.
+// Gantry's own is gone from the controller; the follower's poll ends it.
+func (p *SlurmPools) spared(ctx context.Context, sp *slurmPool, job *models.Job, err error) (bool, error) {
+	var other *slurm.OtherJobError
+	if !errors.As(err, &other) {
+		return false, nil
+	}
+	p.svc.log.Warn("a Slurm job id Gantry follows is another job's; leaving that job alone", "pool", sp.pool.Name, "slurm_job", other.ID, "job", job.ID, "err", err)
+	return true, p.note(ctx, job, "slurm-id-reused", err.Error())
 }
 
 // heldInSlurm says whether Gantry holds the Slurm job in Slurm's queue: stopped for
@@ -119,13 +142,19 @@ func keepHeld(job *models.Job, r *models.SlurmJob, placedHere map[int64]int) boo
 
 // hold holds a Slurm job in Slurm's queue for a job Gantry held. When Slurm started
 // it before the hold reached it, the hold comes too late: the run is cancelled, and
-// the job, held in Gantry, is submitted anew once released.
-func (p *SlurmPools) hold(ctx context.Context, sp *slurmPool, r *models.SlurmJob, now time.Time) error {
-	err := sp.b.Hold(ctx, r.SlurmJobID)
+// the job, held in Gantry, is submitted anew once released. When Slurm gives the id
+// to another job, that one is left alone and the job says so; the follower's poll
+// then finds Gantry's gone.
+func (p *SlurmPools) hold(ctx context.Context, sp *slurmPool, r *models.SlurmJob, job *models.Job, now time.Time) error {
+	err := sp.b.Hold(ctx, r.SlurmJobID, r.JobID, r.Attempt)
 	var rejected *slurm.RejectedError
+	spared, nerr := p.spared(ctx, sp, job, err)
 	switch {
+	case nerr != nil:
+		return nerr
+	case spared:
 	case errors.As(err, &rejected):
-		if err := sp.b.Cancel(ctx, r.SlurmJobID); err != nil {
+		if err := sp.b.Cancel(ctx, r.SlurmJobID, r.JobID, r.Attempt); err != nil {
 			p.svc.log.Warn("cannot cancel a Slurm job that started before Gantry's hold; trying again next pass", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
 			return nil
 		}

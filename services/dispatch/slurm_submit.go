@@ -60,9 +60,10 @@ func (p *SlurmPools) submitAttempt(ctx context.Context, sp *slurmPool, a models.
 // releaseHeld runs an attempt as the job's Slurm job that Gantry held in Slurm's
 // queue, if it has one on this pool: that job is released (scontrol release) and
 // followed as this attempt, instead of a new submission. It reports whether the
-// attempt is taken care of: released, or waiting while Slurm does not answer. When
-// Slurm refuses (its job ended meanwhile), that job is cancelled and the attempt is
-// submitted anew.
+// attempt is taken care of: released, or waiting while Slurm does not answer, or
+// while the follower has yet to find the held job gone when Slurm gives its id to
+// another job. When Slurm refuses (its job ended meanwhile), that job is cancelled
+// and the attempt is submitted anew.
 func (p *SlurmPools) releaseHeld(ctx context.Context, sp *slurmPool, job *models.Job, a models.Allocation) (bool, error) {
 	rows, err := p.svc.store.SlurmJobsOfJob(ctx, job.ID)
 	if err != nil {
@@ -79,12 +80,17 @@ func (p *SlurmPools) releaseHeld(ctx context.Context, sp *slurmPool, job *models
 	}
 	err = sp.b.Release(ctx, held.SlurmJobID, job.ID, held.Attempt, a.Attempt)
 	var rejected *slurm.RejectedError
+	spared, nerr := p.spared(ctx, sp, job, err)
 	switch {
+	case nerr != nil || spared:
+		// Another job holds the id: the follower's next poll finds Gantry's gone and
+		// sends the attempt back to be submitted anew.
+		return true, nerr
 	case errors.As(err, &rejected):
 		p.svc.log.Warn("cannot release a Slurm job Gantry held; submitting the attempt anew", "pool", sp.pool.Name, "slurm_job", held.SlurmJobID, "err", err)
 		now := p.svc.now().UTC()
 		held.SignalledAt = &now
-		if err := sp.b.Cancel(ctx, held.SlurmJobID); err != nil {
+		if err := sp.b.Cancel(ctx, held.SlurmJobID, job.ID, held.Attempt); err != nil {
 			p.svc.log.Warn("cannot cancel a Slurm job Gantry no longer runs; trying again next pass", "pool", sp.pool.Name, "slurm_job", held.SlurmJobID, "err", err)
 		}
 		return false, p.svc.store.SaveSlurmJob(ctx, held)

@@ -36,6 +36,7 @@ type slurmEnv struct {
 	conf   string // the slurm.conf the pool's commands read
 	cfg    slurm.Config
 	pool   *models.NodePool
+	scfg   dispatch.SlurmConfig
 	sp     *dispatch.SlurmPools
 }
 
@@ -76,7 +77,7 @@ func eachSlurm(t *testing.T, tune func(*dispatch.SlurmConfig), fn func(t *testin
 			if tune != nil {
 				tune(&scfg)
 			}
-			s := &slurmEnv{env: e, dbConf: dbConf, conf: conf, cfg: cfg, pool: pool, sp: e.svc.SlurmPools(scfg)}
+			s := &slurmEnv{env: e, dbConf: dbConf, conf: conf, cfg: cfg, pool: pool, scfg: scfg, sp: e.svc.SlurmPools(scfg)}
 			s.cancelAll() // what an interrupted test left
 			s.nodesIdle()
 			t.Cleanup(s.cancelAll)
@@ -463,6 +464,71 @@ func TestSlurmPoolHoldsAndReleases(t *testing.T) {
 		if len(allocs) != 2 || allocs[0].StopReason != "held-in-slurm" || allocs[0].StartedAt != nil || allocs[1].StartedAt == nil || allocs[1].EndedAt == nil {
 			t.Errorf("the held attempt ends uncharged, the released one is charged: %+v", allocs)
 		}
+	})
+}
+
+// Gantry's Slurm jobs of two jobs have ids that other jobs hold now, jobs submitted
+// outside Gantry (as when Slurm's job ids restart under a leader that knew the old
+// ones): cancelling the one and holding the other leave those jobs alone, and each
+// Gantry job says why.
+func TestSlurmPoolSparesAnotherJobUnderItsID(t *testing.T) {
+	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
+		s.tick()
+		// A drained node keeps every job waiting in Slurm's queue, where a hold shows.
+		if out, err := s.slurmCmd("scontrol", "update", "nodename=node1", "state=drain", "reason=gantry test").CombinedOutput(); err != nil {
+			t.Fatalf("drain node1: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = s.slurmCmd("scontrol", "update", "nodename=node1", "state=resume").Run() })
+		cancelled := s.submit("cancelled", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["true"]` })
+		held := s.submit("held", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["echo","released"]` })
+		s.until("both jobs to wait in Slurm", func() bool {
+			for _, j := range []*models.Job{cancelled, held} {
+				if rows := s.slurmJobs(j.ID); len(rows) != 1 || s.slurmState(rows[0].SlurmJobID) != "PENDING" {
+					return false
+				}
+			}
+			return true
+		})
+		// The leader that follows them from here finds other jobs under their ids.
+		theirs := map[int64]string{}
+		for _, j := range []*models.Job{cancelled, held} {
+			r := s.slurmJobs(j.ID)[0]
+			if out, err := s.slurmCmd("scancel", r.SlurmJobID).CombinedOutput(); err != nil {
+				t.Fatalf("scancel %s: %v: %s", r.SlurmJobID, err, out)
+			}
+			r.SlurmJobID = s.foreignJob(t, "-J theirs", "sleep 300")
+			theirs[j.ID] = r.SlurmJobID
+			if err := s.st.SaveSlurmJob(s.ctx, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.sp = s.svc.SlurmPools(s.scfg)
+		if _, err := s.svc.CancelJob(s.ctx, cancelled.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.svc.HoldJob(s.ctx, held.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		s.until("the follower to find both Gantry jobs gone from Slurm", func() bool {
+			return s.slurmJobs(cancelled.ID)[0].Done && s.slurmJobs(held.ID)[0].Done
+		})
+		for id, slurmID := range theirs {
+			out, _ := s.slurmCmd("squeue", "-h", "-t", "all", "-j", slurmID, "-o", "%T %r").Output()
+			if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, "PENDING ") || strings.Contains(got, "JobHeld") {
+				t.Errorf("the other job under the id of job %d's Slurm job: %q, want it waiting, neither cancelled nor held", id, got)
+			}
+		}
+		s.wantState(cancelled.ID, models.JobCancelled)
+		name := func(j *models.Job) string { return s.installed().SlurmName(j.ID, 1) }
+		wantContains(t, "events of the cancelled job", s.eventsOf(cancelled.ID),
+			"cancelled -> cancelled [slurm-id-reused] Slurm job "+theirs[cancelled.ID]+" not cancelled: that id is no longer "+name(cancelled)+
+				`, which Gantry submitted, but another job, "theirs" of user `)
+		wantContains(t, "events of the held job", s.eventsOf(held.ID),
+			"held -> held [slurm-id-reused] Slurm job "+theirs[held.ID]+" not held: that id is no longer "+name(held)+`, which Gantry submitted, but another job, "theirs" of user `)
+		wantContains(t, "the held job's reason", s.wantState(held.ID, models.JobHeld).PendingReason,
+			"Slurm job "+theirs[held.ID]+" is no longer "+name(held)+`, which Gantry submitted: Slurm gives that id to another job, "theirs" of user `,
+			"the job stays held, and is submitted again once released")
+
 	})
 }
 

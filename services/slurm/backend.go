@@ -203,16 +203,66 @@ func onlyID(command string, out []byte) (string, error) {
 	return id, nil
 }
 
-// Cancel ends a job with scancel; a job that already ended is not an error.
-func (b *Backend) Cancel(ctx context.Context, id string) error {
-	if _, err := b.command(ctx, "scancel", []string{id}, nil); err != nil {
+// ownJob checks, before Gantry acts on Slurm job id, that the id is still the job
+// it submitted as attempt submitted of job jobID (its name says so): Slurm gives
+// its ids anew after they restart, and scancel or scontrol on a bare id would act on
+// whichever job holds it now, anyone's. A job under the id with another name is an
+// *OtherJobError, action saying what was not done to it. present says whether
+// slurmctld holds the job (it forgets ended jobs after MinJobAge), ended whether
+// it is over.
+func (b *Backend) ownJob(ctx context.Context, action, id string, jobID int64, submitted int) (present, ended bool, err error) {
+	out, err := b.command(ctx, "squeue", []string{"-h", "-t", "all", "-j", id, "-o", "%T" + sep + "%u" + sep + "%j"}, nil)
+	var rejected *RejectedError
+	if errors.As(err, &rejected) && rejected.Reason == invalidJobID {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read which job Slurm job %s is: %w", id, err)
+	}
+	name := b.cfg.SlurmName(jobID, submitted)
+	nums, text := lines(out)
+	ended = true
+	for i, l := range text {
+		f, err := fields(l, 3)
+		if err != nil {
+			return false, false, lineError("squeue", nums[i], l, id, err)
+		}
+		if f[2] != name {
+			return false, false, &OtherJobError{Action: action, ID: id, Want: name, Name: f[2], User: clean(f[1])}
+		}
+		phase, ok := phaseOf(strings.TrimSpace(f[0]))
+		ended = ended && ok && phase == phaseDone
+	}
+	return len(text) > 0, ended, nil
+}
+
+// invalidJobID is Slurm's answer about a job id that slurmctld does not hold.
+const invalidJobID = "Invalid job id specified"
+
+// Cancel ends Gantry's job attempt submitted of job jobID, Slurm job id, with
+// scancel; a job that already ended is not an error, and another job under the id
+// is left alone (*OtherJobError).
+func (b *Backend) Cancel(ctx context.Context, id string, jobID int64, submitted int) error {
+	present, ended, err := b.ownJob(ctx, "cancelled", id, jobID, submitted)
+	switch {
+	case err != nil:
+		return otherOr(err, "cancel Slurm job "+id)
+	case !present || ended:
+		return nil
+	}
+	// By name too: should the id pass to another job in between, scancel spares it.
+	if _, err := b.command(ctx, "scancel", []string{"--name=" + b.cfg.SlurmName(jobID, submitted), id}, nil); err != nil {
 		return fmt.Errorf("cancel Slurm job %s: %w", id, err)
 	}
 	return nil
 }
 
-// Hold keeps a pending job from starting (scontrol hold).
-func (b *Backend) Hold(ctx context.Context, id string) error {
+// Hold keeps Gantry's pending job, attempt submitted of job jobID, from starting
+// (scontrol hold), unless Slurm gives id to another job (*OtherJobError).
+func (b *Backend) Hold(ctx context.Context, id string, jobID int64, submitted int) error {
+	if _, _, err := b.ownJob(ctx, "held", id, jobID, submitted); err != nil {
+		return otherOr(err, "hold Slurm job "+id)
+	}
 	if _, err := b.command(ctx, "scontrol", []string{"hold", id}, nil); err != nil {
 		return fmt.Errorf("hold Slurm job %s: %w", id, err)
 	}
@@ -222,8 +272,11 @@ func (b *Backend) Hold(ctx context.Context, id string) error {
 // Release lets a held job start again (scontrol release) as attempt of its Gantry
 // job, which it was submitted to run as attempt submitted: its batch script learns
 // so from its attempt file (attempt.go), written first with how often Slurm has
-// requeued the job so far.
+// requeued the job so far. Another job under the id is left alone (*OtherJobError).
 func (b *Backend) Release(ctx context.Context, id string, jobID int64, submitted, attempt int) error {
+	if _, _, err := b.ownJob(ctx, "released", id, jobID, submitted); err != nil {
+		return otherOr(err, "release Slurm job "+id)
+	}
 	out, err := b.command(ctx, "squeue", []string{"-h", "-t", "all", "-j", id, "-O", "restartcnt"}, nil)
 	if err != nil {
 		return fmt.Errorf("release Slurm job %s: read its restart count: %w", id, err)
@@ -241,6 +294,16 @@ func (b *Backend) Release(ctx context.Context, id string, jobID int64, submitted
 	return nil
 }
 
+// otherOr returns an *OtherJobError as it is (it names the job and what was not
+// done to it), and any other error wrapped with what was being done.
+func otherOr(err error, doing string) error {
+	var other *OtherJobError
+	if errors.As(err, &other) {
+		return other
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -250,11 +313,16 @@ func firstLine(s string) string {
 	return "no answer"
 }
 
-// Checkpoint sends USR1 to a running job's batch script (scancel --batch), which
-// writes the checkpoint request and passes the signal to the command, as on
-// preemption; Gantry cancels the job once the checkpoint grace has passed.
-func (b *Backend) Checkpoint(ctx context.Context, id string) error {
-	if _, err := b.command(ctx, "scancel", []string{"--batch", "--signal=USR1", id}, nil); err != nil {
+// Checkpoint sends USR1 to the batch script of Gantry's running job, attempt
+// submitted of job jobID (scancel --batch), which writes the checkpoint request and
+// passes the signal to the command, as on preemption; Gantry cancels the job once the
+// checkpoint grace has passed. Another job under the id is left alone (*OtherJobError).
+func (b *Backend) Checkpoint(ctx context.Context, id string, jobID int64, submitted int) error {
+	if _, _, err := b.ownJob(ctx, "signalled to checkpoint", id, jobID, submitted); err != nil {
+		return otherOr(err, "signal Slurm job "+id+" to checkpoint")
+	}
+	args := []string{"--batch", "--signal=USR1", "--name=" + b.cfg.SlurmName(jobID, submitted), id}
+	if _, err := b.command(ctx, "scancel", args, nil); err != nil {
 		return fmt.Errorf("signal Slurm job %s to checkpoint: %w", id, err)
 	}
 	return nil

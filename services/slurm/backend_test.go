@@ -169,10 +169,19 @@ func TestSubmitFailures(t *testing.T) {
 
 func TestControlCommands(t *testing.T) {
 	errs := sections(t, "control_errors.txt")
+	// What squeue says each id is: state, user and name.
+	jobs := map[string]string{
+		"1": "COMPLETED\x1froot\x1fgantry-10-1", "3": "CANCELLED\x1froot\x1fgantry-30-1", "5": "RUNNING\x1froot\x1fgantry-50-1",
+		"6": "PENDING\x1froot\x1fgantry-60-1", "7": "PENDING\x1froot\x1fgantry-70-1", "8": "RUNNING\x1fbob\x1ftrain \"big\"",
+	}
 	b, r := newFakeBackend(t, func(name string, args []string) ([]byte, error) {
 		switch {
 		case name == "scontrol" && args[1] == "1":
 			return nil, failed(name, errs["scontrol hold 1"])
+		case name == "squeue" && args[5] == "-o" && jobs[args[4]] == "":
+			return nil, failed(name, errs["squeue -j 999"])
+		case name == "squeue" && args[5] == "-o":
+			return []byte(jobs[args[4]] + "\n"), nil
 		case name == "squeue" && args[4] == "6":
 			return []byte("2                   \n"), nil
 		case name == "squeue":
@@ -184,10 +193,13 @@ func TestControlCommands(t *testing.T) {
 	if err := os.MkdirAll(b.Config().LogDir, 0o755); err != nil { // as the job's submission made it
 		t.Fatal(err)
 	}
-	if err := b.Cancel(ctx, "5"); err != nil {
+	if err := b.Cancel(ctx, "5", 50, 1); err != nil {
 		t.Error(err)
 	}
-	if err := b.Hold(ctx, "6"); err != nil {
+	if err := b.Checkpoint(ctx, "5", 50, 1); err != nil {
+		t.Error(err)
+	}
+	if err := b.Hold(ctx, "6", 60, 1); err != nil {
 		t.Error(err)
 	}
 	if err := b.Release(ctx, "6", 60, 1, 4); err != nil {
@@ -200,14 +212,49 @@ func TestControlCommands(t *testing.T) {
 	if err := b.Release(ctx, "7", 70, 1, 2); !Transient(err) || !strings.Contains(err.Error(), "restart_count") {
 		t.Errorf("release when squeue's answer cannot be read: %v, want a transient error naming restart_count", err)
 	}
-	err := b.Hold(ctx, "1")
+	err := b.Hold(ctx, "1", 10, 1)
 	var re *RejectedError
 	if !errors.As(err, &re) || err.Error() != "hold Slurm job 1: scontrol hold rejected by Slurm: Job has already finished" {
 		t.Errorf("hold of a finished job: %v", err)
 	}
-	want := []string{"scancel 5", "scontrol hold 6", "squeue -h -t all -j 6 -O restartcnt", "scontrol release 6", "squeue -h -t all -j 7 -O restartcnt", "scontrol hold 1"}
+	// A job that ended, or that slurmctld no longer holds, needs no scancel.
+	for _, id := range []string{"3", "999"} {
+		if err := b.Cancel(ctx, id, 30, 1); err != nil {
+			t.Errorf("cancel of Slurm job %s: %v", id, err)
+		}
+	}
+	want := []string{
+		"squeue -h -t all -j 5 -o %T\x1f%u\x1f%j", "scancel --name=gantry-50-1 5",
+		"squeue -h -t all -j 5 -o %T\x1f%u\x1f%j", "scancel --batch --signal=USR1 --name=gantry-50-1 5",
+		"squeue -h -t all -j 6 -o %T\x1f%u\x1f%j", "scontrol hold 6",
+		"squeue -h -t all -j 6 -o %T\x1f%u\x1f%j", "squeue -h -t all -j 6 -O restartcnt", "scontrol release 6",
+		"squeue -h -t all -j 7 -o %T\x1f%u\x1f%j", "squeue -h -t all -j 7 -O restartcnt",
+		"squeue -h -t all -j 1 -o %T\x1f%u\x1f%j", "scontrol hold 1",
+		"squeue -h -t all -j 3 -o %T\x1f%u\x1f%j", "squeue -h -t all -j 999 -o %T\x1f%u\x1f%j",
+	}
 	if strings.Join(r.calls, "|") != strings.Join(want, "|") {
 		t.Errorf("calls %q", r.calls)
+	}
+
+	// Slurm job 8 is not Gantry's job 80 attempt 1 (Slurm's ids restarted): nothing is
+	// done to it, and the error says why, whatever was asked.
+	r.calls = nil
+	acts := map[string]func() error{
+		"cancelled":               func() error { return b.Cancel(ctx, "8", 80, 1) },
+		"held":                    func() error { return b.Hold(ctx, "8", 80, 1) },
+		"released":                func() error { return b.Release(ctx, "8", 80, 1, 2) },
+		"signalled to checkpoint": func() error { return b.Checkpoint(ctx, "8", 80, 1) },
+	}
+	for action, act := range acts {
+		err := act()
+		var other *OtherJobError
+		if !errors.As(err, &other) || Transient(err) || err.Error() != "Slurm job 8 not "+action+": that id is no longer gantry-80-1, which Gantry submitted, "+
+			"but another job, \"train big\" of user bob (Slurm's job ids restarted, or someone renamed the job); Gantry leaves that job alone" {
+			t.Errorf("%s: %v", action, err)
+		}
+	}
+	if len(r.calls) != len(acts) || r.called("squeue -h -t all -j 8 -o") != len(acts) {
+		t.Errorf("calls on another job's id: %q, want squeue only", r.calls)
 	}
 }
 

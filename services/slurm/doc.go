@@ -13,8 +13,10 @@
 //     --requeue; idempotent, so a retry after a lost reply never submits twice.
 //   - [Backend.Jobs] and [Backend.Runs]: state from squeue, and one accounting record
 //     per run of a job from sacct (a preempted and requeued job has several).
-//   - [Backend.Cancel], [Backend.Hold], [Backend.Release]: scancel and scontrol; a
-//     released job runs the attempt Gantry names, which its script reads at start.
+//   - [Backend.Cancel], [Backend.Hold], [Backend.Release], [Backend.Checkpoint]:
+//     scancel and scontrol, on Gantry's job only: another job under the Slurm id
+//     (Slurm's ids restarted) is an [*OtherJobError]. A released job runs the attempt
+//     Gantry names, which its script reads at start.
 //   - [Follower]: polls with back-off and turns what it sees into [Event]s for the
 //     jobs it tracks: started, pending with a reason, held, run ended (requeued or
 //     final, with its record), vanished; and lists jobs submitted outside Gantry.

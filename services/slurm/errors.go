@@ -21,6 +21,22 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("%s rejected by Slurm: %s", e.Command, e.Reason)
 }
 
+// OtherJobError is a Slurm job id that Slurm gives to another job than the one
+// Gantry submitted under it (Slurm's job ids restarted, or someone renamed the
+// job): Gantry did not act on it. Retrying cannot succeed.
+type OtherJobError struct {
+	Action string // what was not done to the job: cancelled, held, released, ...
+	ID     string // the Slurm job id
+	Want   string // the name Gantry submitted its job under
+	Name   string // the name of the job Slurm has under ID now
+	User   string // that job's user
+}
+
+func (e *OtherJobError) Error() string {
+	return fmt.Sprintf("Slurm job %s not %s: that id is no longer %s, which Gantry submitted, but another job, %q of user %s (Slurm's job ids restarted, or someone renamed the job); Gantry leaves that job alone",
+		e.ID, e.Action, e.Want, printable(e.Name), orNobody(e.User))
+}
+
 // ParseError is command output this package cannot read, most likely from a Slurm
 // version that formats it differently. It names what was unparsable.
 type ParseError struct {

@@ -89,7 +89,7 @@ func (w *watch) submit(t *testing.T, b *Backend, s JobSpec) string {
 		t.Fatal(err)
 	}
 	w.f.Track(Tracked{SlurmID: id, JobID: s.JobID, Attempt: s.Attempt, Submitted: s.Attempt})
-	t.Cleanup(func() { _ = b.Cancel(context.Background(), id) })
+	t.Cleanup(func() { _ = b.Cancel(context.Background(), id, s.JobID, s.Attempt) })
 	return id
 }
 
@@ -225,7 +225,7 @@ func TestRealJobIDOfAnotherJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Cancel(context.Background(), id) })
+	t.Cleanup(func() { _ = b.Cancel(context.Background(), id, theirs, 1) })
 	w.f.Track(Tracked{SlurmID: id, JobID: ours, Attempt: 1, Submitted: 1})
 	// A poll that finds only slurmdbd's nameless placeholder for the new job (kept, as
 	// for any job whose record is not yet filled in) reports it pending first.
@@ -250,16 +250,96 @@ func TestRealJobIDOfAnotherJob(t *testing.T) {
 	}
 }
 
+// Gantry's record of a job points at a Slurm job id that another job holds now, one
+// submitted outside Gantry (as when Slurm's ids restart): cancel, hold, release and
+// checkpoint each refuse, saying whose job it is, and the other job runs on, not
+// held, not signalled.
+func TestRealActionsSpareAnotherJobUnderTheID(t *testing.T) {
+	b, conf := realSlurm(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	signals := filepath.Join(dir, "signals")
+	script := "#!/bin/bash\ntrap 'echo USR1 >> " + signals + "' USR1\ntrap 'echo USR2 >> " + signals + "' USR2\nwhile :; do sleep 0.2; done\n"
+	slurmCmd := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "theirs.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := slurmCmd("sbatch", "--parsable", "-p", "gpu", "-J", "theirs", "-c", "1", "--mem=100M", "-o", "/dev/null", filepath.Join(dir, "theirs.sh"))
+	t.Cleanup(func() {
+		cmd := exec.Command("scancel", id)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		_ = cmd.Run()
+	})
+	state := func() string { return slurmCmd("squeue", "-h", "-t", "all", "-j", id, "-o", "%T %r") }
+	deadline := time.Now().Add(90 * time.Second)
+	for state() != "RUNNING None" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other job does not run: %q", state())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	ours := nextJobID()
+	name := b.Config().SlurmName(ours, 1)
+	acts := []struct {
+		action string
+		act    func() error
+	}{
+		{"signalled to checkpoint", func() error { return b.Checkpoint(ctx, id, ours, 1) }},
+		{"held", func() error { return b.Hold(ctx, id, ours, 1) }},
+		{"released", func() error { return b.Release(ctx, id, ours, 1, 2) }},
+		{"cancelled", func() error { return b.Cancel(ctx, id, ours, 1) }},
+	}
+	for _, a := range acts {
+		err := a.act()
+		var other *OtherJobError
+		if !errors.As(err, &other) || other.Name != "theirs" || other.User == "" ||
+			!strings.Contains(err.Error(), "Slurm job "+id+" not "+a.action+": that id is no longer "+name+", which Gantry submitted, but another job, \"theirs\" of user ") {
+			t.Errorf("%s: %v", a.action, err)
+		}
+	}
+	if got := state(); got != "RUNNING None" {
+		t.Errorf("the other job after Gantry's refused actions: %q, want it running and not held", got)
+	}
+	// Had Gantry's USR1 reached the other job's script, its trap would run before that
+	// of the USR2 sent after it (bash runs pending traps lowest signal first).
+	slurmCmd("scancel", "--batch", "--signal=USR2", id)
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		got, _ := os.ReadFile(signals)
+		if strings.Contains(string(got), "USR2") {
+			if string(got) != "USR2\n" {
+				t.Errorf("signals the other job's script took: %q, want only the test's USR2", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other job's script did not take USR2: %q", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestRealHoldReleaseCancel(t *testing.T) {
 	b, _ := realSlurm(t)
 	w := follow(t, b)
 	ctx := context.Background()
-	blocker := w.submit(t, b, JobSpec{JobID: nextJobID(), Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"sleep", "300"}})
+	blockerJob := nextJobID()
+	blocker := w.submit(t, b, JobSpec{JobID: blockerJob, Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"sleep", "300"}})
 	w.untilStarted(t, blocker)
 	waitingJob := nextJobID()
 	waiting := w.submit(t, b, JobSpec{JobID: waitingJob, Attempt: 1, GPUs: 2, GPUModel: "A100-80GB", Command: []string{"true"}})
 	w.expect(t, waiting, EventPending)
-	if err := b.Hold(ctx, waiting); err != nil {
+	if err := b.Hold(ctx, waiting, waitingJob, 1); err != nil {
 		t.Fatal(err)
 	}
 	// Skip the scheduler's reasons that may come first (Resources, Priority).
@@ -274,19 +354,19 @@ func TestRealHoldReleaseCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.expect(t, waiting, EventPending)
-	if err := b.Cancel(ctx, waiting); err != nil {
+	if err := b.Cancel(ctx, waiting, waitingJob, 1); err != nil {
 		t.Fatal(err)
 	}
 	if e := w.expect(t, waiting, EventRunEnded); !e.Final || e.Record.State != "CANCELLED" || !e.Record.Start.IsZero() && e.Record.Elapsed != 0 {
 		t.Errorf("cancelled while pending: %+v %+v", e, e.Record)
 	}
-	if err := b.Cancel(ctx, blocker); err != nil {
+	if err := b.Cancel(ctx, blocker, blockerJob, 1); err != nil {
 		t.Fatal(err)
 	}
 	if e := w.expect(t, blocker, EventRunEnded); !e.Final || e.Record.State != "CANCELLED" || e.Record.Elapsed <= 0 {
 		t.Errorf("cancelled while running: %+v %+v", e, e.Record)
 	}
-	err := b.Hold(ctx, blocker)
+	err := b.Hold(ctx, blocker, blockerJob, 1)
 	var re *RejectedError
 	if !errors.As(err, &re) {
 		t.Errorf("holding a finished job: %v", err)
