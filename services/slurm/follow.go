@@ -254,7 +254,7 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 				stranger := j
 				other, j, queued = &stranger, Job{}, false
 			}
-			rs := ownRuns(runs[t.SlurmID], name)
+			rs := ownRuns(runs[t.SlurmID], name, other == nil)
 			evs = f.advance(t, j, queued, other, rs, len(rs) > 0, now)
 		} // else accounting is unreachable: the job keeps its state until it answers
 		f.deliver(ctx, t, evs, handle)
@@ -318,11 +318,13 @@ func runEndedSince(seen Seen, j Job, phase int) bool {
 
 // ownRuns are the runs of a tracked job among sacct's records of its id, by name:
 // slurmdbd keeps the jobs an id was given before Slurm's ids restarted. A placeholder
-// (see endedRuns) has no name yet; it stays, to be waited for.
-func ownRuns(rs []Run, name string) []Run {
+// (see endedRuns) has no name yet: it stays, to be waited for, when placeholders says
+// it may be the job's. It is not when squeue lists another job under the id: slurmdbd
+// makes placeholders for the job slurmctld runs now, and that is the other one.
+func ownRuns(rs []Run, name string, placeholders bool) []Run {
 	var own []Run
 	for _, r := range rs {
-		if r.Name == name || r.Partition == "" {
+		if r.Name == name || placeholders && r.Partition == "" {
 			own = append(own, r)
 		}
 	}
@@ -369,6 +371,11 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 		emit(Event{Kind: EventVanished, Final: true, Reason: seen.Reason,
 			Message: fmt.Sprintf("Slurm job %s is unknown to Slurm: in neither squeue nor sacct for %s", t.SlurmID, f.cfg.LostAfter)})
 		return evs
+	}
+	if !queued && rs[len(rs)-1].Partition == "" {
+		// The job left squeue and its last record is a placeholder: whose run it is, and
+		// how it went, show once slurmdbd fills in its name. Until then nothing is known.
+		return nil
 	}
 	seen.Missing = time.Time{}
 

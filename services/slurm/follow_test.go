@@ -422,6 +422,50 @@ func TestFollowJobIDOfAnotherJob(t *testing.T) {
 	}
 }
 
+// slurmdbd's placeholder record (no name, partition or QOS yet) under a tracked id
+// says nothing of whose run it is: with another job in squeue under the id, it is that
+// job's, and the tracked job is gone at once; with none, the follower waits for the
+// record's name, and only then compares it.
+func TestFollowPlaceholderUnderATrackedID(t *testing.T) {
+	placeholder := func(state string) string {
+		f := strings.Split(acct("11", state, "2026-11-30T10:00:00", "Unknown", "Unknown", 0), sep)
+		f[1], f[9], f[10] = "allocation", "", ""
+		return strings.Join(f, sep)
+	}
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.squeue = []string{named("theirs", sq("11", "PENDING", "None", "N/A"))}
+		c.sacct = []string{placeholder("PENDING")}
+	})
+	if got, evs := fx.poll(t); got != "vanished" || !strings.Contains(evs[0].Message, `Slurm gives that id to another job, "theirs" of user root`) {
+		t.Fatalf("another job in squeue, a placeholder in sacct: got %s %+v", got, evs)
+	}
+
+	fx = newFollowFixture(t)
+	fx.c.set(func(c *cluster) { c.sacct = []string{placeholder("PENDING")} })
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("only a placeholder in sacct: got %s, want nothing until its name is there", got)
+	}
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{named("theirs", acct("11", "PENDING", "2026-11-30T10:00:00", "Unknown", "Unknown", 0))}
+	})
+	if got, evs := fx.poll(t); got != "unreadable" || evs[0].Reason != "not in squeue or sacct" {
+		t.Fatalf("the placeholder filled in as another job's: got %s %+v", got, evs)
+	}
+
+	fx = newFollowFixture(t)
+	fx.c.set(func(c *cluster) { c.sacct = []string{placeholder("COMPLETED")} })
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("only a placeholder in sacct: got %s, want nothing until its name is there", got)
+	}
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{acct("11", "COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:09", 4)}
+	})
+	if got, _ := fx.poll(t); got != "started(1) run-ended(1 COMPLETED final=true)" {
+		t.Fatalf("the placeholder filled in as the tracked job's: got %s", got)
+	}
+}
+
 func foreignNames(f *Follower) map[string]string {
 	names := map[string]string{}
 	for _, j := range f.Foreign() {
