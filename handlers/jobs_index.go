@@ -36,16 +36,9 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		return
 	}
 	// A filter change replaces the results only: the form keeps its project names.
+	// Every project's names come with the page's rows, in one round trip.
 	fragment := c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true"
-	if !fragment {
-		d.Projects = names
-		if scope.All {
-			if d.Projects, err = h.store.ProjectNames(ctx); err != nil {
-				h.serverError(c, err)
-				return
-			}
-		}
-	}
+	q.ProjectNames = !fragment && scope.All
 	d.NoProjects = !scope.All && len(scope.ProjectIDs) == 0
 	status := http.StatusOK
 	page, err := h.jobs.List(ctx, scope, q)
@@ -53,9 +46,22 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	switch {
 	case errors.As(err, &fe):
 		status, d.Error, d.Field = http.StatusBadRequest, fieldMessage(fe), fe.Field
+		// Nothing was read: the form shown again still offers every project.
+		if q.ProjectNames {
+			if page.ProjectNames, err = h.store.ProjectNames(ctx); err != nil {
+				h.serverError(c, err)
+				return
+			}
+		}
 	case err != nil:
 		h.serverError(c, err)
 		return
+	}
+	if !fragment {
+		d.Projects = names
+		if scope.All {
+			d.Projects = page.ProjectNames
+		}
 	}
 	d.Jobs = make([]templates.JobRow, len(page.Jobs))
 	for i := range page.Jobs {

@@ -81,6 +81,16 @@ func TestJobsPageListsFiltersAndPages(t *testing.T) {
 			}
 		}
 
+		// A bad filter reads no jobs, and the form shown again still offers every project.
+		res, body = s.send(admin, "GET", "/jobs?state=sleeping", "", nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `<option value="speech-main"`) || !strings.Contains(body, `<option value="vision-main"`) {
+			t.Errorf("admin's bad filter = %d; want 400 with every project in the filter", res.StatusCode)
+		}
+		_, body = s.send(admin, "GET", "/jobs", "", map[string]string{"HX-Request": "true"})
+		if !strings.HasPrefix(body, `<section id="job-results"`) || len(rows(body)) != 11 || strings.Contains(body, "<option") {
+			t.Errorf("admin's htmx filter %.80q; want only the results, 11 rows", body)
+		}
+
 		if got, want := s.walk(admin, "/jobs?limit=4"), reversed(append(slices.Clone(vision), speech...)); !slices.Equal(got, want) {
 			t.Errorf("pages of four: %v, want %v", got, want)
 		}

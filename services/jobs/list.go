@@ -66,6 +66,9 @@ type ListQuery struct {
 	// Brief reads only what the portal's list shows of a job: ID, name, project, user,
 	// image, GPUs, state and submission time; and PageLimit jobs unless Limit says.
 	Brief bool
+	// ProjectNames asks for every project's name with the page, in the same round
+	// trip: the filter of a caller who reads every project. Only with Scope.All.
+	ProjectNames bool
 }
 
 // ListPage is one page of the jobs list.
@@ -75,6 +78,8 @@ type ListPage struct {
 	Jobs []store.ListedJob
 	// NextCursor continues the list after this page; empty on the last page.
 	NextCursor string
+	// ProjectNames are every project's name, sorted, when the query asked for them.
+	ProjectNames []string
 }
 
 // List returns one page of the jobs in scope that match q. Bad input is a
@@ -91,7 +96,12 @@ func (s *Service) List(ctx context.Context, scope Scope, q ListQuery) (ListPage,
 	}
 	limit := f.Limit
 	f.Limit++
-	if page.Jobs, err = s.store.ListedJobs(ctx, f); err != nil {
+	if q.ProjectNames && scope.All {
+		page.Jobs, page.ProjectNames, err = s.store.ListedJobsAndProjectNames(ctx, f)
+	} else {
+		page.Jobs, err = s.store.ListedJobs(ctx, f)
+	}
+	if err != nil {
 		return ListPage{}, err
 	}
 	if len(page.Jobs) > limit {

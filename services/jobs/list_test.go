@@ -47,3 +47,39 @@ func TestListPageSizes(t *testing.T) {
 		}
 	})
 }
+
+// Every project's name comes with the page when asked, for a caller who reads every
+// project only: a member's list names no project it does not read.
+func TestListWithProjectNames(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		svc := jobs.New(st, audit.New(st, time.Now), noKick{}, nil)
+		user := &models.User{Username: "ada"}
+		must(t, st.CreateUser(ctx, user))
+		team := &models.Team{Name: "vision"}
+		must(t, st.CreateTeam(ctx, team))
+		var ids []int64
+		for _, name := range []string{"segment", "detect"} {
+			p := &models.Project{TeamID: team.ID, Name: name}
+			must(t, st.CreateProject(ctx, p))
+			must(t, st.CreateJob(ctx, &models.Job{Name: "train-" + name, ProjectID: p.ID, UserID: user.ID, PriorityClass: "research"}, "test"))
+			ids = append(ids, p.ID)
+		}
+		page, err := svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true, ProjectNames: true})
+		must(t, err)
+		if len(page.Jobs) != 2 || len(page.ProjectNames) != 2 || page.ProjectNames[0] != "detect" || page.ProjectNames[1] != "segment" {
+			t.Errorf("all projects' page = %d jobs, names %v; want 2 jobs and detect, segment", len(page.Jobs), page.ProjectNames)
+		}
+		page, err = svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true})
+		must(t, err)
+		if len(page.Jobs) != 2 || page.ProjectNames != nil {
+			t.Errorf("a page that asks for no names = %d jobs, names %v", len(page.Jobs), page.ProjectNames)
+		}
+		page, err = svc.List(ctx, jobs.Scope{ProjectIDs: ids[:1]}, jobs.ListQuery{Brief: true, ProjectNames: true})
+		must(t, err)
+		if len(page.Jobs) != 1 || page.Jobs[0].ProjectName != "segment" || page.ProjectNames != nil {
+			t.Errorf("a member's page = %+v, names %v; want segment's job and no names", page.Jobs, page.ProjectNames)
+		}
+	})
+}

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/gantry-gpu/gantry/migrations"
@@ -98,3 +100,34 @@ func (s *Store) AnalyzeJobs(ctx context.Context) error {
 	}
 	return s.with(ctx).Exec("ANALYZE jobs").Error
 }
+
+// OpenCounting is Open on PostgreSQL, counting the round trips of the store's
+// statements: a query is one, and so is a batch of them (pgx sends a batch in one
+// write and reads its answers after it).
+func OpenCounting(ctx context.Context, cfg Config) (*Store, *RoundTrips, error) {
+	n := &RoundTrips{}
+	s, err := open(ctx, cfg, n)
+	return s, n, err
+}
+
+// RoundTrips counts statements sent alone and batches.
+type RoundTrips struct{ n atomic.Int64 }
+
+// Count is how many round trips there were so far.
+func (r *RoundTrips) Count() int64 { return r.n.Load() }
+
+func (r *RoundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *RoundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *RoundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *RoundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *RoundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

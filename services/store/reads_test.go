@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -58,4 +59,56 @@ func TestRequestReadsJoinTheTransaction(t *testing.T) {
 			t.Errorf("sign-in after the rollback: %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// The jobs page of a caller who reads every project needs its rows and every
+// project's name: on PostgreSQL they come in one round trip, as they would in two
+// separate reads.
+func TestJobsPageReadsInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := storetest.Backends()[1].Config(t)
+	s, trips, err := store.OpenCounting(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u, p := fixture(t, s)
+	for _, name := range []string{"b-second", "a-first"} {
+		j := &models.Job{Name: name, ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research"}
+		if err := s.CreateJob(ctx, j, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateProject(ctx, &models.Project{TeamID: p.TeamID, Name: "asr"}); err != nil {
+		t.Fatal(err)
+	}
+	f := store.JobFilter{Sort: store.JobsByName, Ascending: true, Columns: []string{"id", "name"}, Limit: 5}
+	wantJobs, err := s.ListedJobs(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first time, each statement is prepared on its connection first.
+	for i := range 2 {
+		before := trips.Count()
+		jobs, names, err := s.ListedJobsAndProjectNames(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(jobs, wantJobs) || len(jobs) != 2 || jobs[0].Name != "a-first" || jobs[1].ProjectName != "detect" {
+			t.Errorf("jobs = %+v, want %+v", jobs, wantJobs)
+		}
+		if !slices.Equal(names, []string{"asr", "detect"}) {
+			t.Errorf("names = %v, want asr, detect", names)
+		}
+		if n := trips.Count() - before; i == 1 && n != 1 {
+			t.Errorf("the page's rows and names took %d round trips, want 1", n)
+		}
+	}
+	if _, _, err := s.ListedJobsAndProjectNames(ctx, store.JobFilter{}); err == nil {
+		t.Error("a page that names no columns was read")
+	}
 }

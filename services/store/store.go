@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -56,6 +58,12 @@ const SQLiteFile = "gantry.db"
 
 // Open connects to the database of cfg. It does not migrate; call Migrate.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, nil)
+}
+
+// open is Open with a tracer of every PostgreSQL statement (nil: none), for tests
+// that count round trips.
+func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, error) {
 	gcfg := &gorm.Config{
 		Logger:         logger.Discard,
 		TranslateError: true,
@@ -66,7 +74,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := gorm.Open(postgres.Open(dsn), gcfg)
+		var opts []stdlib.OptionOpenDB
+		if tracer != nil {
+			opts = append(opts, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
+				c.Tracer = tracer
+				return nil
+			}))
+		}
+		db, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: opts}), gcfg)
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
