@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+	"github.com/gantry-gpu/gantry/web/browsertest"
+)
+
+// overflowing names what sticks out past the right edge of the window, outside any
+// element that scrolls sideways (a wide table in div.scroll may): elements without such
+// children, and text that does not wrap. Empty when the page fits.
+const overflowing = `(() => {
+	const width = document.documentElement.clientWidth;
+	if (document.documentElement.scrollWidth <= width) return "";
+	const scrolls = e => { for (; e; e = e.parentElement) { const o = getComputedStyle(e).overflowX; if (o === "auto" || o === "scroll") return true; } return false; };
+	const out = [];
+	for (const e of document.body.querySelectorAll("*")) {
+		const wide = x => x.getBoundingClientRect().right > width + 1;
+		if (wide(e) && ![...e.children].some(wide) && !scrolls(e)) out.push("<" + e.tagName.toLowerCase() + " class=" + JSON.stringify(e.className) + "> " + e.textContent.trim().slice(0, 60));
+	}
+	const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let n; (n = walk.nextNode()); ) {
+		const r = document.createRange(); r.selectNodeContents(n);
+		if (r.getBoundingClientRect().right > width + 1 && !scrolls(n.parentElement)) out.push("text " + JSON.stringify(n.textContent.trim().slice(0, 60)));
+	}
+	return "the page is " + document.documentElement.scrollWidth + " px wide: " + (out.join("; ") || "nothing found");
+})()`
+
+// On a phone (390 px wide) no page is wider than the screen: wide tables scroll inside
+// their own box and long words wrap, so nothing needs sideways scrolling of the page.
+func TestPhoneWidthInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	s.join("gpu-node-1", "2xA100-80GB")
+	if _, _, err := dispatch.CreateJoinToken(context.Background(), st, s.audit, time.Now(), dispatch.JoinTokenSpec{Name: "rack-2", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	admin := s.signIn("admin", s.password)
+	form := jobForm(s.csrf(admin, "/jobs/new"))
+	res, body := s.send(admin, "POST", "/jobs", form.Encode(), nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("submit a job: %d %s", res.StatusCode, body)
+	}
+	job, err := url.Parse(res.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/", "/images", "/jobs", "/jobs/new", job.Path, "/cluster", "/cost", "/alerts", "/feedback", "/projects", "/tokens",
+		"/admin", "/admin/people", "/admin/teams", "/admin/projects/default", "/admin/quotas", "/admin/nodes", "/admin/nodes/gpu-node-1",
+		"/admin/join-tokens", "/admin/priority-classes", "/admin/settings", "/admin/audit",
+		"/admin/cost/rates", "/admin/cost/budgets", "/admin/cost/rules", "/admin/cost/channels",
+	} {
+		if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+path)); err != nil {
+			t.Fatalf("open %s: %v", path, err)
+		}
+		if wide := run(t, ctx, chromedp.Evaluate[string](overflowing)); wide != "" {
+			t.Errorf("%s on a phone: %s", path, wide)
+		}
+		switch path {
+		case "/":
+			browsertest.Screenshot(t, ctx, "phone-home")
+		case job.Path:
+			browsertest.Screenshot(t, ctx, "phone-job")
+		}
+	}
+}
