@@ -941,7 +941,7 @@ func TestSlurmNodesTakeWholeGPUsOnly(t *testing.T) {
 		whole := e.submit("whole", 1)
 		e.svc.Tick(e.ctx)
 		e.wantState(whole.ID, models.JobScheduled)
-		if got := e.wantState(share.ID, models.JobQueued); !strings.Contains(got.PendingReason, "give GPUs only whole (Slurm nodes)") {
+		if got := e.wantState(share.ID, models.JobQueued); !strings.Contains(got.PendingReason, "GPUs only whole (Slurm nodes)") {
 			t.Errorf("the share's reason: %q", got.PendingReason)
 		}
 	})

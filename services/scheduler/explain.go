@@ -37,14 +37,18 @@ func (s *stack) explain() Explanation {
 func (s *stack) phrase(reason string, n int) string {
 	r := s.d.req
 	nodes := plural(n, "node")
+	// verb agrees with the count: "1 node has", "2 nodes have".
+	verb := func(one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	}
 	switch reason {
 	case RejectCordoned:
 		return fmt.Sprintf("%s cordoned", nodes)
 	case RejectRuntime:
-		run := "run"
-		if n == 1 {
-			run = "runs"
-		}
+		run := verb("runs", "run")
 		if r.Container {
 			return fmt.Sprintf("%s %s plain commands only and the job names a container image", nodes, run)
 		}
@@ -54,30 +58,30 @@ func (s *stack) phrase(reason string, n int) string {
 	case RejectPlacement:
 		return fmt.Sprintf("%s outside the project's placement policy (%s)", nodes, r.Policy.describe())
 	case RejectWholeGPUs:
-		return fmt.Sprintf("%s give GPUs only whole (Slurm nodes), not a share or a MIG slice", nodes)
+		return fmt.Sprintf("%s %s GPUs only whole (Slurm nodes), not a share or a MIG slice", nodes, verb("gives", "give"))
 	case RejectSelector:
 		return fmt.Sprintf("%s without the labels %s", nodes, labels(r.NodeSelector))
 	case RejectSpot:
-		return fmt.Sprintf("%s are spot nodes and the job does not allow spot", nodes)
+		return fmt.Sprintf("%s %s and the job does not allow spot", nodes, verb("is a spot node", "are spot nodes"))
 	case RejectCPU:
-		return fmt.Sprintf("%s lack %s free CPU cores", nodes, cores(r.CPUMilli))
+		return fmt.Sprintf("%s %s %s free CPU cores", nodes, verb("lacks", "lack"), cores(r.CPUMilli))
 	case RejectRAM:
-		return fmt.Sprintf("%s lack %s free RAM", nodes, mib(r.RAMMiB))
+		return fmt.Sprintf("%s %s %s free RAM", nodes, verb("lacks", "lack"), mib(r.RAMMiB))
 	case RejectScratch:
-		return fmt.Sprintf("%s lack %s free scratch disk", nodes, mib(r.ScratchMiB))
+		return fmt.Sprintf("%s %s %s free scratch disk", nodes, verb("lacks", "lack"), mib(r.ScratchMiB))
 	case RejectGPUModel:
-		return fmt.Sprintf("%s have no %s", nodes, s.d.card())
+		return fmt.Sprintf("%s %s no %s", nodes, verb("has", "have"), s.d.card())
 	case RejectGPUCount:
-		return fmt.Sprintf("%s have fewer than %d %s", nodes, s.d.cards, s.d.card())
+		return fmt.Sprintf("%s %s fewer than %d %s", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
 	case RejectGPUsBusy:
 		if s.d.milli < 1000 {
-			return fmt.Sprintf("%s have no %s with %d milli-GPU free", nodes, s.d.card(), s.d.milli)
+			return fmt.Sprintf("%s %s no %s with %d milli-GPU free", nodes, verb("has", "have"), s.d.card(), s.d.milli)
 		}
-		return fmt.Sprintf("%s have fewer than %d free %s", nodes, s.d.cards, s.d.card())
+		return fmt.Sprintf("%s %s fewer than %d free %s", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
 	case RejectMIG:
-		return fmt.Sprintf("%s offer no MIG %s slice", nodes, s.d.mig)
+		return fmt.Sprintf("%s %s no MIG %s slice", nodes, verb("offers", "offer"), s.d.mig)
 	case RejectMIGBusy:
-		return fmt.Sprintf("%s have no free MIG %s slice", nodes, s.d.mig)
+		return fmt.Sprintf("%s %s no free MIG %s slice", nodes, verb("has", "have"), s.d.mig)
 	case RejectQuota:
 		return fmt.Sprintf("%s refused by quota (%s)", nodes, s.quotaWhy)
 	case RejectReserved:
@@ -113,10 +117,16 @@ func (d *demand) describe() string {
 }
 
 // card describes the GPU the request accepts, e.g. "A100|H100 GPU with ≥ 40 GiB".
-func (d *demand) card() string {
+func (d *demand) card() string { return d.gpus(1) }
+
+// gpus is card for n of them: "2 free A100 GPUs", not "2 free A100 GPU".
+func (d *demand) gpus(n int) string {
 	s := "GPU"
+	if n != 1 {
+		s = "GPUs"
+	}
 	if len(d.req.GPUModels) > 0 {
-		s = strings.Join(d.req.GPUModels, "|") + " GPU"
+		s = strings.Join(d.req.GPUModels, "|") + " " + s
 	}
 	if d.req.GPUMemoryMiB > 0 && d.milli == 1000 {
 		s += " with ≥ " + mib(d.req.GPUMemoryMiB)

@@ -188,7 +188,7 @@ func TestExplanation(t *testing.T) {
 			t.Errorf("rejections[%q] = %d, want %d (all: %v)", k, ex.Rejections[k], v, ex.Rejections)
 		}
 	}
-	for _, part := range []string{"4 × A100 GPU", "16 CPU cores", "64 GiB RAM", "1 node cordoned", "1 node lack 16 free CPU cores", "1 node have no A100 GPU", "fewer than 4 A100 GPU"} {
+	for _, part := range []string{"4 × A100 GPU", "16 CPU cores", "64 GiB RAM", "1 node cordoned", "1 node lacks 16 free CPU cores", "1 node has no A100 GPU", "fewer than 4 A100 GPUs"} {
 		if !strings.Contains(ex.Reason, part) {
 			t.Errorf("reason %q lacks %q", ex.Reason, part)
 		}

@@ -204,5 +204,5 @@ func reservationPhrase(r *Reservation) string {
 	if r.Start.IsZero() {
 		return fmt.Sprintf("%s held for it; start unknown, as a running job there has no expected run time", plural(len(r.NodeIDs), "node"))
 	}
-	return fmt.Sprintf("%s held for it from %s", plural(len(r.NodeIDs), "node"), r.Start.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s held for it from %s", plural(len(r.NodeIDs), "node"), r.Start.UTC().Format("2006-01-02 15:04 UTC"))
 }

@@ -233,7 +233,7 @@ func TestBackfillNeverDelaysTheHead(t *testing.T) {
 		t.Fatalf("reason %q", ex.Reason)
 	}
 	hx, _ := unplaced(plan, "head")
-	if !strings.Contains(hx.Reason, "1 node held for it from 2026-01-05T11:00:00Z") || !strings.Contains(hx.Reason, "would fit after 1 research job finishes") {
+	if !strings.Contains(hx.Reason, "1 node held for it from 2026-01-05 11:00 UTC") || !strings.Contains(hx.Reason, "would fit after 1 research job finishes") {
 		t.Fatalf("head reason %q", hx.Reason)
 	}
 	t.Run("without backfill nothing overtakes the head", func(t *testing.T) {
@@ -331,7 +331,7 @@ func TestScheduleExplainsWaiting(t *testing.T) {
 	if !ok {
 		t.Fatal("job placed on a full cluster")
 	}
-	for _, part := range []string{"8 × GPU", "2 nodes have fewer than 8 free GPU", "2 nodes would fit after 1 research job finishes"} {
+	for _, part := range []string{"8 × GPU", "2 nodes have fewer than 8 free GPUs", "2 nodes would fit after 1 research job finishes"} {
 		if !strings.Contains(ex.Reason, part) {
 			t.Errorf("reason %q lacks %q", ex.Reason, part)
 		}
@@ -465,7 +465,7 @@ func TestPlacementFollowsTheRuntime(t *testing.T) {
 			nodes:   []Node{node("box", RunsContainers, 1), node("proc", RunsPlain, 4)},
 			pending: []Job{boxed("first", 0), boxed("second", time.Second)},
 			want:    map[string]string{"first": "box"},
-			waiting: map[string][]string{"second": {"1 node runs plain commands only and the job names a container image", "1 node have fewer than 1 free GPU", "1 node held for it"}},
+			waiting: map[string][]string{"second": {"1 node runs plain commands only and the job names a container image", "1 node has fewer than 1 free GPU", "1 node held for it"}},
 		},
 	}
 	for _, tc := range cases {
@@ -519,7 +519,7 @@ func TestWholeGPUNodesTakeNoShares(t *testing.T) {
 	if len(plan.Placements) != 1 || plan.Placements[0].JobID != "whole" {
 		t.Fatalf("placements = %+v", plan.Placements)
 	}
-	if len(plan.Unplaced) != 1 || !strings.Contains(plan.Unplaced[0].Explanation.Reason, "give GPUs only whole (Slurm nodes), not a share or a MIG slice") {
+	if len(plan.Unplaced) != 1 || !strings.Contains(plan.Unplaced[0].Explanation.Reason, "1 node gives GPUs only whole (Slurm nodes), not a share or a MIG slice") {
 		t.Fatalf("unplaced = %+v", plan.Unplaced)
 	}
 	snap.Nodes[0].WholeGPUs = false
