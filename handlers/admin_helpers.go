@@ -19,14 +19,15 @@ import (
 // changesShown is how many audit events an admin page's "recent changes" shows.
 const changesShown = 10
 
-// recentChanges reads the newest audit events matching f for a page's "recent changes".
+// recentChanges reads the newest audit events matching f for a page's "recent changes",
+// as the audit log shows them (secret values masked).
 func (h *Handler) recentChanges(ctx context.Context, f store.AuditFilter) ([]templates.ChangeRow, error) {
-	events, err := h.store.AuditEventsBefore(ctx, f, 0, changesShown)
+	page, err := h.audit.Events(ctx, f, 0, changesShown)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]templates.ChangeRow, len(events))
-	for i, e := range events {
+	out := make([]templates.ChangeRow, len(page.Events))
+	for i, e := range page.Events {
 		out[i] = templates.ChangeRow{At: e.At.UTC().Format(time.DateTime), Actor: e.Actor, Action: e.Action,
 			Object: e.ObjectType + " " + e.ObjectID, Detail: e.Detail}
 	}

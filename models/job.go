@@ -1,6 +1,9 @@
 package models
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Job states (DESIGN.md: "Rules that hold everywhere").
 const (
@@ -181,6 +184,19 @@ type JobSecretEnv struct {
 
 // TableName is the migration's name.
 func (JobSecretEnv) TableName() string { return "job_secret_env" }
+
+// SecretEnvName says whether a variable's name says its value is a secret, as
+// HF_TOKEN, AWS_SECRET_ACCESS_KEY, WANDB_API_KEY or DB_PASSWORD do. It lives here,
+// below both users: services/jobs keeps such values apart at submission
+// (jobs.SecretName), and services/audit masks them in details written before it did.
+func SecretEnvName(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.HasSuffix(n, "_TOKEN") || strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_PASSWORD") || strings.Contains(n, "SECRET")
+}
+
+// MaskedSecret stands for a secret value wherever one would be shown: API answers, the
+// audit log's page and export.
+const MaskedSecret = "********"
 
 // JobMetric is one scalar a job reported (step, loss, samples/s, custom).
 type JobMetric struct {

@@ -23,24 +23,30 @@ type Line struct {
 	ObjectID   string          `json:"object_id,omitempty"`
 	ProjectID  *int64          `json:"project_id,omitempty"`
 	Detail     json.RawMessage `json:"detail,omitempty"`
-	SourceIP   string          `json:"source_ip,omitempty"`
-	RequestID  string          `json:"request_id,omitempty"`
-	PrevHash   string          `json:"prev_hash"`
-	Hash       string          `json:"hash"`
+	// DetailMasked says that Detail is shown with secret values masked: Hash is of
+	// the detail as stored, which held them.
+	DetailMasked bool   `json:"detail_masked,omitempty"`
+	SourceIP     string `json:"source_ip,omitempty"`
+	RequestID    string `json:"request_id,omitempty"`
+	PrevHash     string `json:"prev_hash"`
+	Hash         string `json:"hash"`
 }
 
-// LineOf is the export form of e; a detail that is not JSON is exported as a JSON string.
+// LineOf is the export form of e, its detail with secret values masked (maskDetail);
+// a detail that is not JSON is exported as a JSON string.
 func LineOf(e *models.AuditEvent) Line {
 	l := Line{
 		ID: e.ID, At: e.At.UTC(), Actor: e.Actor, ActorType: e.ActorType, Action: e.Action,
 		ObjectType: e.ObjectType, ObjectID: e.ObjectID, ProjectID: e.ProjectID,
 		SourceIP: e.SourceIP, RequestID: e.RequestID, PrevHash: e.PrevHash, Hash: e.Hash,
 	}
-	if e.Detail != "" {
-		if json.Valid([]byte(e.Detail)) {
-			l.Detail = json.RawMessage(e.Detail)
+	detail, masked := maskDetail(e.Detail)
+	l.DetailMasked = masked
+	if detail != "" {
+		if json.Valid([]byte(detail)) {
+			l.Detail = json.RawMessage(detail)
 		} else {
-			l.Detail, _ = json.Marshal(e.Detail)
+			l.Detail, _ = json.Marshal(detail)
 		}
 	}
 	return l

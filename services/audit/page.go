@@ -13,7 +13,9 @@ type Page struct {
 	Next   int64 // pass as before for the next (older) page; 0 when this is the last
 }
 
-// Events returns up to limit events matching f older than before (0: the newest).
+// Events returns up to limit events matching f older than before (0: the newest), to
+// be shown: their details with secret values masked (maskDetail), so Hash is of what
+// was stored, not of the Detail returned.
 func (l *Log) Events(ctx context.Context, f store.AuditFilter, before int64, limit int) (Page, error) {
 	events, err := l.store.AuditEventsBefore(ctx, f, before, limit+1)
 	if err != nil {
@@ -23,6 +25,9 @@ func (l *Log) Events(ctx context.Context, f store.AuditFilter, before int64, lim
 	if len(events) > limit {
 		events = events[:limit]
 		p.Next = events[limit-1].ID
+	}
+	for i := range events {
+		events[i].Detail, _ = maskDetail(events[i].Detail)
 	}
 	p.Events = events
 	return p, nil

@@ -3,13 +3,12 @@ package jobs
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
 )
 
 // Masked stands for a secret value wherever one would be shown.
-const Masked = "********"
+const Masked = models.MaskedSecret
 
 // EnvVar is one variable of a job's environment. In a spec's JSON it is a string, or
 // {"value": "…", "secret": true} for a value that pages, API answers, job logs and the
@@ -39,11 +38,9 @@ func (v EnvVar) IsSecret(name string) bool {
 }
 
 // SecretName says whether a variable's name says its value is a secret, as
-// HF_TOKEN, AWS_SECRET_ACCESS_KEY, WANDB_API_KEY or DB_PASSWORD do.
-func SecretName(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.HasSuffix(n, "_TOKEN") || strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_PASSWORD") || strings.Contains(n, "SECRET")
-}
+// HF_TOKEN, AWS_SECRET_ACCESS_KEY, WANDB_API_KEY or DB_PASSWORD do: the rule of
+// models.SecretEnvName, which the audit log masks by too.
+func SecretName(name string) bool { return models.SecretEnvName(name) }
 
 type envObject struct {
 	Value  *string `json:"value"`
