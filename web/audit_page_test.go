@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -134,4 +135,86 @@ func TestAuditPageIsForAdminsAndAuditors(t *testing.T) {
 			t.Errorf("the refusal does not say why: %.400s", body)
 		}
 	}
+}
+
+// An event stored the old way, a template's spec with its secret values in clear (as
+// SaveTemplate appended it before migration 0019), is shown masked on the audit page,
+// in a console page's recent changes and in the export; a variable marked not secret
+// and other details are shown as they are, and the chain still verifies.
+func TestAuditShowsOldSecretValuesMasked(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		s := newSite(t, st, false)
+		admin := s.signIn("admin", s.password)
+		project, _ := st.ProjectByName(ctx, "default")
+		const hfToken, dbPassword = "hf_old-4471", "pw-9123"
+		no := false
+		spec := jobs.Spec{Project: "default", Name: "train", Command: []string{"python", "train.py"}, Env: map[string]jobs.EnvVar{
+			"HF_TOKEN": jobs.Plain(hfToken), "DB_PASSWORD": jobs.Plain(dbPassword), "EPOCHS": jobs.Plain("3"),
+			"PUBLIC_KEY": {Value: "ssh-ed25519 AAA", Secret: &no},
+		}}
+		log := audit.New(st, s.clock.now)
+		ada := audit.WithActor(ctx, audit.Actor{Name: "ada", Type: models.ActorUser})
+		for _, e := range []audit.Entry{
+			{Action: "job_template.saved", ObjectType: "job_template", ObjectID: "7", ProjectID: &project.ID, Detail: map[string]any{"name": "nightly", "spec": spec}},
+			{Action: "job.submitted", ObjectType: "job", ObjectID: "8", ProjectID: &project.ID, Detail: map[string]any{"name": "train", "note": "HF_TOKEN=" + hfToken}},
+		} {
+			if err := log.Append(ada, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shown := `&#34;HF_TOKEN&#34;:&#34;********&#34;`
+		for _, path := range []string{"/admin/audit", "/admin/projects/default"} {
+			res, body := s.send(admin, "GET", path, "", nil)
+			switch {
+			case res.StatusCode != http.StatusOK:
+				t.Fatalf("%s = %d", path, res.StatusCode)
+			case strings.Contains(body, dbPassword) || !strings.Contains(body, shown) || !strings.Contains(body, `&#34;DB_PASSWORD&#34;:&#34;********&#34;`):
+				t.Errorf("%s shows the template's secrets as %s", path, between(body, "nightly", "</code>"))
+			case !strings.Contains(body, `&#34;PUBLIC_KEY&#34;:{&#34;value&#34;:&#34;ssh-ed25519 AAA&#34;,&#34;secret&#34;:false}`) || !strings.Contains(body, `&#34;EPOCHS&#34;:&#34;3&#34;`):
+				t.Errorf("%s does not show the plain variables as they are: %s", path, between(body, "nightly", "</code>"))
+			case !strings.Contains(body, `&#34;note&#34;:&#34;HF_TOKEN=`+hfToken+`&#34;`):
+				t.Errorf("%s does not show a detail without env as it is", path)
+			}
+		}
+		res, body := s.send(admin, "GET", "/admin/audit/export?actor=ada", "", nil)
+		lines := strings.Split(strings.TrimSpace(body), "\n")
+		if res.StatusCode != http.StatusOK || len(lines) != 2 {
+			t.Fatalf("export = %d, %q", res.StatusCode, body)
+		}
+		stored, _ := st.AuditEventsAfter(ctx, store.AuditFilter{Actor: "ada"}, 0, 2)
+		for i, line := range lines {
+			var l audit.Line
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case l.Action == "job_template.saved" && (strings.Contains(line, dbPassword) || strings.Contains(line, hfToken) || !l.DetailMasked ||
+				!strings.Contains(line, `"HF_TOKEN":"********"`) || !strings.Contains(line, `"PUBLIC_KEY":{"value":"ssh-ed25519 AAA","secret":false}`)):
+				t.Errorf("exported %s, want its secrets masked and said so", line)
+			case l.Action == "job.submitted" && (string(l.Detail) != stored[i].Detail || l.DetailMasked):
+				t.Errorf("exported %s, want the detail %s as it is", line, stored[i].Detail)
+			}
+		}
+		if !strings.Contains(stored[0].Detail, hfToken) {
+			t.Fatalf("the stored detail is %s: the test wants the old form, in clear", stored[0].Detail)
+		}
+		if _, err := log.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// between is the part of s from the first from to the next to after it, for messages.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], to)
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j]
 }

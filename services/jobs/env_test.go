@@ -130,12 +130,27 @@ func TestSecretEnvStorage(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != "spec.env.HF_TOKEN" {
 			t.Errorf("a template with a secret = %v, want spec.env.HF_TOKEN refused", err)
 		}
+		// A template saved from the job's spec (its secrets left out) and deleted: both
+		// events carry the spec.
+		saved := spec
+		saved.Project, saved.SecretsOf = "", 0
+		saved.Env = maps.Clone(spec.Env)
+		delete(saved.Env, "DB_URL")
+		delete(saved.Env, "HF_TOKEN")
+		_, err = svc.SaveTemplate(ctx, ada, project, "nightly", saved)
+		must(t, err)
+		must(t, svc.DeleteTemplate(ctx, ada, false, project, "nightly"))
 		events, err := st.AuditEventsAfter(ctx, store.AuditFilter{}, 0, 1000)
 		must(t, err)
+		actions := map[string]bool{}
 		for _, e := range events {
-			if strings.Contains(e.Detail, dbURL) || strings.Contains(e.Detail, hfToken) {
+			actions[e.Action] = true
+			if strings.Contains(e.Detail, dbURL) || strings.Contains(e.Detail, hfToken) || strings.Contains(e.Detail, "hf_new") {
 				t.Errorf("audit event %s holds a secret value: %s", e.Action, e.Detail)
 			}
+		}
+		if !actions["job.submitted"] || !actions["job_template.saved"] || !actions["job_template.deleted"] {
+			t.Errorf("audited %v, want submissions and the template's save and delete", actions)
 		}
 	})
 }
