@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +129,12 @@ func TestJobsInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "[data-testid=notice]", "is queued. This page follows it live.", time.Second)
+	// The scheduler may place the job before its page is drawn: the notice names the
+	// state the job was in then.
+	notice := waitText(t, ctx, "[data-testid=notice]", "This page follows it live.", time.Second)
+	if !regexp.MustCompile(`^Job \d+ \(hello-browser\) is (queued|scheduled|running)\. This page follows it live\.$`).MatchString(notice) {
+		t.Fatalf("the notice after submitting says %q", notice)
+	}
 	waitText(t, ctx, "[data-testid=state]", "running", 30*time.Second)
 	waitText(t, ctx, "[data-testid=log-output]", "first line", 30*time.Second)
 	if state := waitText(t, ctx, "[data-testid=state]", "", time.Second); !strings.Contains(state, "running") {
