@@ -22,5 +22,5 @@ func (h *Handler) renderAccount(c *gin.Context, status int, d templates.AccountD
 		return
 	}
 	d.Email, d.FeedbackEmails = me.Email, on
-	render(c, status, templates.Account(h.page(c, "Your account", ""), d))
+	render(c, status, templates.Account(h.page(c, "Your account", "account"), d))
 }

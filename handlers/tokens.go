@@ -88,5 +88,5 @@ func (h *Handler) renderTokens(c *gin.Context, status int, d templates.TokensDat
 		}
 		d.Tokens = append(d.Tokens, row)
 	}
-	render(c, status, templates.Tokens(h.page(c, "API tokens", ""), d))
+	render(c, status, templates.Tokens(h.page(c, "API tokens", "tokens"), d))
 }

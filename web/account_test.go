@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -92,7 +93,35 @@ func TestAccountFeedbackEmails(t *testing.T) {
 	})
 }
 
-// In a real browser, the box is unticked with the keyboard and saved, and stays unticked.
+// The user menu of every page leads to the person's account (their name) and to their
+// API tokens, each marked as the current page on its own page.
+func TestUserMenuLinksAccountAndTokens(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
+	ada, _ := s.member("ada")
+	account := `<a href="/account" aria-label="Your account: ada">ada</a>`
+	tokens := `<a href="/tokens">API tokens</a>`
+	for _, page := range []string{"/", "/jobs", "/feedback", "/projects"} {
+		res, body := s.send(ada, "GET", page, "", nil)
+		menu := body[strings.Index(body, `<div class="user-menu">`):]
+		menu = menu[:strings.Index(menu, "</div>")]
+		if res.StatusCode != http.StatusOK || !strings.Contains(menu, account) || !strings.Contains(menu, tokens) {
+			t.Errorf("GET %s = %d; want a user menu with %s and %s, got:\n%s", page, res.StatusCode, account, tokens, menu)
+		}
+	}
+	for _, c := range []struct{ page, current, other string }{
+		{"/account", `<a href="/account" aria-label="Your account: ada" aria-current="page">ada</a>`, tokens},
+		{"/tokens", `<a href="/tokens" aria-current="page">API tokens</a>`, account},
+	} {
+		res, body := s.send(ada, "GET", c.page, "", nil)
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, c.current) || !strings.Contains(body, c.other) {
+			t.Errorf("GET %s = %d; want %s and %s in its user menu", c.page, res.StatusCode, c.current, c.other)
+		}
+	}
+}
+
+// In a real browser, the account page is reached from the user menu by keyboard, and
+// the box is unticked with the keyboard and saved, and stays unticked.
 func TestAccountFeedbackEmailsInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	s := newSite(t, st, false)
@@ -104,8 +133,17 @@ func TestAccountFeedbackEmailsInBrowser(t *testing.T) {
 		t.Helper()
 		return run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('#feedback-emails').checked`))
 	}
-	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/account"), chromedp.WaitVisible("#feedback-emails")); err != nil {
+	err = chromedp.Do(ctx,
+		browsertest.Navigate(s.srv.URL+"/jobs"),
+		chromedp.Focus(`.user-menu a[href="/account"]`),
+		browsertest.Loads(chromedp.KeyEvent(kb.Enter)),
+		chromedp.WaitVisible("#feedback-emails"),
+	)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if title := run(t, ctx, chromedp.Title()); title != "Your account · Gantry" {
+		t.Fatalf("Enter on the user menu's account link opened %q", title)
 	}
 	if !ticked() {
 		t.Fatal("the box is not ticked by default")
