@@ -15,6 +15,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -63,7 +64,7 @@ func (h *Handler) PoolShow(c *gin.Context) {
 		return
 	}
 	page := templates.PoolData{Pool: poolRow(d.Summary), DrainStops: d.Pool.DrainStopsJobs, Window: window, Windows: []string{"24h", "7d", "30d"},
-		IdleTimeout: "the server's --pool-idle-timeout", ShowRemoved: showRemoved}
+		IdleTimeout: "the server's --pool-idle-timeout", ShowRemoved: showRemoved, Notice: c.Query("notice")}
 	if d.Pool.IdleTimeoutSec > 0 {
 		page.IdleTimeout = (time.Duration(d.Pool.IdleTimeoutSec) * time.Second).String()
 	}
@@ -104,7 +105,7 @@ func (h *Handler) PoolShow(c *gin.Context) {
 		page.OlderEvents = "/admin/pools/" + url.PathEscape(name) + "?" + url.Values{"window": {window}, "before": {strconv.FormatInt(d.MoreEvents, 10)}}.Encode()
 	}
 	if d.Pool.Provider == pools.ProviderSlurm {
-		if page.Slurm, err = h.poolSlurm(c, d.Pool); err != nil {
+		if page.Slurm, err = h.poolSlurm(c, d.Pool, d.Nodes); err != nil {
 			h.serverError(c, err)
 			return
 		}
@@ -112,14 +113,29 @@ func (h *Handler) PoolShow(c *gin.Context) {
 	render(c, http.StatusOK, templates.Pool(h.page(c, "Pool "+name, "admin"), page))
 }
 
-// poolSlurm is a Slurm pool's partition and the jobs there that Gantry did not submit.
-func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool) (*templates.PoolSlurm, error) {
+// poolSlurm is a Slurm pool's partition, the jobs there that Gantry did not submit,
+// and whether it stands still on a slurm.conf that leads to another cluster.
+func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool, nodes []models.Node) (*templates.PoolSlurm, error) {
 	cfg, _ := slurm.ParseConfig(p.ProviderConfig)
 	jobs, err := h.store.SlurmForeignJobs(c.Request.Context(), p.ID)
 	if err != nil {
 		return nil, err
 	}
 	out := &templates.PoolSlurm{Partition: cfg.Partition}
+	if cluster, reason, moved := dispatch.SlurmClusterMoved(nodes); moved {
+		rows, err := h.store.OpenSlurmJobs(c.Request.Context(), p.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if !r.Done {
+				out.OpenJobs++
+			}
+		}
+		if out.OpenJobs > 0 { // with none left, the pool takes the new cluster at its next pass
+			out.Moved, out.Cluster, out.CanForget = reason, cluster, canAdmin(c)
+		}
+	}
 	for _, j := range jobs {
 		row := templates.PoolForeignRow{ID: j.SlurmJobID, Name: j.Name, User: j.User, Account: j.Account, QOS: j.QOS, State: j.State,
 			Reason: j.Reason, GPUs: "none", Nodes: "none yet", Since: "waiting since " + stamp(j.SubmittedAt)}

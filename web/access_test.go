@@ -343,6 +343,7 @@ var routeAccess = map[string]string{
 	"GET /admin/settings":                                "platform:read",
 	"GET /admin/pools":                                   "platform:read",
 	"GET /admin/pools/:name":                             "platform:read",
+	"POST /admin/pools/:name/forget-slurm-jobs":          "platform:write",
 	"POST /admin/settings":                               "platform:write",
 }
 

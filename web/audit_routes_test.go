@@ -256,6 +256,17 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: "/admin/nodes/" + n.Name + "/remove", form: url.Values{"confirm": {"yes"}},
 			action: "node.removed", object: "node", id: n.Name}
 	},
+	"POST /admin/pools/:name/forget-slurm-jobs": func(w *world) change {
+		p := &models.NodePool{Name: "hpc-" + w.unique(), Provider: "slurm", CapacityType: models.CapacityOwned}
+		w.must(w.st.CreateNodePool(w.ctx, p))
+		n := &models.Node{Name: p.Name + ".node1", State: models.NodeDown, StateReason: "Slurm pool reaches another cluster: its slurm.conf now reaches Slurm cluster b, not a",
+			Runtime: models.RuntimeSlurm, Labels: `{"slurm.cluster":"a"}`, PoolID: &p.ID}
+		w.must(w.st.CreateNode(w.ctx, n, nil))
+		j := w.job(models.JobHeld)
+		w.must(w.st.CreateSlurmJob(w.ctx, &models.SlurmJob{PoolID: p.ID, JobID: j.ID, Attempt: j.Attempt, CurrentAttempt: j.Attempt, SlurmJobID: "7"}))
+		return change{as: models.RoleAdmin, path: "/admin/pools/" + p.Name + "/forget-slurm-jobs", form: url.Values{"confirm": {"yes"}},
+			action: "pool.slurm_jobs_forgotten", object: "pool", id: p.Name}
+	},
 	"POST /admin/join-tokens": func(w *world) change {
 		name := "rack-" + w.unique()
 		return change{as: models.RoleAdmin, path: "/admin/join-tokens", form: url.Values{"name": {name}, "expires": {"24h"}},

@@ -80,3 +80,51 @@ func TestPoolPageInBrowser(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// An admin forgets, from the pool's page and after confirming, the jobs of a Slurm
+// pool's old cluster: the page says what happened, the job failed as lost, audited.
+func TestForgetSlurmJobsInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st).site
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s)
+	j := movedSlurmPool(t, s)
+	err := chromedp.Do(ctx,
+		browsertest.Navigate(s.srv.URL+"/admin/pools/hpc"),
+		chromedp.WaitVisible(`[data-testid="slurm-moved"]`),
+		browsertest.Loads(chromedp.Click(`[data-testid="forget-slurm-jobs"]`)),
+		chromedp.WaitVisible(`//button[normalize-space()="Forget the jobs"]`),
+		browsertest.Loads(chromedp.Click(`//button[normalize-space()="Forget the jobs"]`)),
+		chromedp.WaitVisible(`[data-testid="pool-facts"]`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := run(t, ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if !strings.Contains(text, "Forgot 1 Slurm job of the old cluster: their Gantry jobs failed as lost") || strings.Contains(text, "Stopped: another cluster") {
+		t.Errorf("the pool page after forgetting: %q", text[:min(len(text), 600)])
+	}
+	got, err := st.JobByID(t.Context(), j.ID)
+	if err != nil || got.State != models.JobFailed {
+		t.Fatalf("the forgotten job: %+v, %v", got, err)
+	}
+	err = chromedp.Do(ctx, browsertest.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)), chromedp.WaitVisible(`h1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := run(t, ctx, chromedp.Evaluate[string](`document.body.innerText`)); !strings.Contains(text,
+		"Slurm job 12 on cluster gantry, which pool hpc no longer reaches, forgotten by user:admin") {
+		t.Errorf("the job page does not say why it failed: %q", text[:min(len(text), 1500)])
+	}
+	evs, err := st.AuditEventsAfter(t.Context(), store.AuditFilter{}, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audited := false
+	for _, e := range evs {
+		audited = audited || e.Action == "pool.slurm_jobs_forgotten" && e.ObjectID == "hpc" && e.Actor == "admin"
+	}
+	if !audited {
+		t.Errorf("no pool.slurm_jobs_forgotten entry by the admin: %+v", evs)
+	}
+}

@@ -124,6 +124,7 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/admin/settings", Global(authz.Platform, authz.Write), h.SettingsUpdate},
 		{"GET", "/admin/pools", Global(authz.Platform, authz.Read), h.PoolsIndex},
 		{"GET", "/admin/pools/:name", Global(authz.Platform, authz.Read), h.PoolShow},
+		{"POST", "/admin/pools/:name/forget-slurm-jobs", Global(authz.Platform, authz.Write), h.PoolSlurmJobsForget},
 
 		{"GET", "/admin/audit", Global(authz.Audit, authz.Read), h.AuditIndex},
 		{"GET", "/admin/audit/export", Global(authz.Audit, authz.Read), h.AuditExport},

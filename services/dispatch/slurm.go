@@ -237,18 +237,25 @@ func (p *SlurmPools) tickPool(ctx context.Context, sp *slurmPool, now time.Time)
 }
 
 // track follows every open Slurm job of the pool, with what was last seen of it
-// (after a restart, or a new leader, the follower starts from the database).
+// (after a restart, or a new leader, the follower starts from the database), and no
+// other: one an admin forgot (ForgetSlurmJobs, on any replica) is no longer followed.
 func (p *SlurmPools) track(ctx context.Context, sp *slurmPool) ([]models.SlurmJob, error) {
 	rows, err := p.svc.store.OpenSlurmJobs(ctx, sp.pool.ID)
 	if err != nil {
 		return nil, err
 	}
+	open := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		open[r.SlurmJobID] = open[r.SlurmJobID] || !r.Done
+	}
+	for id := range sp.rows {
+		if !open[id] {
+			sp.f.Untrack(id)
+			delete(sp.rows, id)
+		}
+	}
 	for _, r := range rows {
 		if r.Done {
-			if _, ok := sp.rows[r.SlurmJobID]; ok {
-				sp.f.Untrack(r.SlurmJobID)
-				delete(sp.rows, r.SlurmJobID)
-			}
 			continue
 		}
 		if _, ok := sp.rows[r.SlurmJobID]; ok {
@@ -277,10 +284,12 @@ func (p *SlurmPools) unreachable(ctx context.Context, sp *slurmPool, now time.Ti
 	case errors.As(cause, &rejected):
 		reason = "Slurm refuses the pool's configuration: " + cause.Error()
 	case errors.As(cause, &moved):
-		reason = "Slurm pool reaches another cluster: " + cause.Error()
+		reason = clusterMovedPrefix + cause.Error()
 	}
-	if sp.down != "" {
-		return nil // noted when the outage began
+	if sp.down != "" && (moved == nil || sp.down == reason) {
+		// Noted when the outage began; a pool found on another cluster says so, as
+		// its nodes' reason is what lets an admin forget its jobs (ForgetSlurmJobs).
+		return nil
 	}
 	nodes, err := p.svc.store.NodesOfPool(ctx, sp.pool.ID)
 	if err != nil {

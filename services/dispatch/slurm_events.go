@@ -85,7 +85,7 @@ func (p *SlurmPools) decide(ctx context.Context, tx *store.Store, sp *slurmPool,
 	}
 	d, derr := slurm.Decide(state, e)
 	if d.Charge != nil {
-		if err := p.endAttempt(ctx, tx, row.JobID, row.CurrentAttempt, d.Charge, "", nil); err != nil {
+		if err := p.svc.endSlurmAttempt(ctx, tx, row.JobID, row.CurrentAttempt, d.Charge, "", nil); err != nil {
 			return false, false, err
 		}
 		ended = true
@@ -112,7 +112,7 @@ func (p *SlurmPools) decide(ctx context.Context, tx *store.Store, sp *slurmPool,
 	if len(d.Steps) > 0 && !d.Steps[len(d.Steps)-1].NextAttempt && d.Charge == nil && !isRunning(d.Steps) {
 		// The job left Slurm without a run to charge (cancelled while pending, lost):
 		// its reservation ends now.
-		if err := p.endAttempt(ctx, tx, row.JobID, row.CurrentAttempt, nil, "", nil); err != nil {
+		if err := p.svc.endSlurmAttempt(ctx, tx, row.JobID, row.CurrentAttempt, nil, "", nil); err != nil {
 			return false, false, err
 		}
 	}
@@ -305,7 +305,7 @@ func (p *SlurmPools) stoppedRun(ctx context.Context, tx *store.Store, sp *slurmP
 	if e.Record.Ran() {
 		run = e.Record
 	}
-	if err := p.endAttempt(ctx, tx, row.JobID, row.CurrentAttempt, run, row.StopReason, nil); err != nil {
+	if err := p.svc.endSlurmAttempt(ctx, tx, row.JobID, row.CurrentAttempt, run, row.StopReason, nil); err != nil {
 		return err
 	}
 	if job.Attempt != row.CurrentAttempt {
@@ -315,15 +315,15 @@ func (p *SlurmPools) stoppedRun(ctx context.Context, tx *store.Store, sp *slurmP
 	return err
 }
 
-// endAttempt ends the allocations of an attempt. run, when the attempt ran, gives
-// their start and end from Slurm's accounting, so that the ledger charges what Slurm
-// allocated; stopReason, when set, says why Gantry ended them.
-func (p *SlurmPools) endAttempt(ctx context.Context, tx *store.Store, jobID int64, attempt int, run *slurm.Run, stopReason string, exit *int) error {
+// endSlurmAttempt ends the allocations of an attempt on a Slurm pool. run, when the
+// attempt ran, gives their start and end from Slurm's accounting, so that the ledger
+// charges what Slurm allocated; stopReason, when set, says why Gantry ended them.
+func (s *Service) endSlurmAttempt(ctx context.Context, tx *store.Store, jobID int64, attempt int, run *slurm.Run, stopReason string, exit *int) error {
 	allocs, err := allocationsOfAttempt(ctx, tx, jobID, attempt)
 	if err != nil {
 		return err
 	}
-	now := p.svc.now().UTC()
+	now := s.now().UTC()
 	for _, a := range allocs {
 		ch := store.AllocationChange{State: models.AllocEnded, ExitCode: exit}
 		if stopReason != "" {

@@ -191,7 +191,7 @@ func (p *SlurmPools) reject(ctx context.Context, sp *slurmPool, job *models.Job,
 		msg = fmt.Sprintf("attempt %d cannot run on Slurm partition %s: %s %s", job.Attempt, sp.b.Config().Partition, fe.Field, fe.Message)
 	}
 	err := p.svc.store.InTx(ctx, func(tx *store.Store) error {
-		if err := p.endAttempt(ctx, tx, job.ID, job.Attempt, nil, "", nil); err != nil {
+		if err := p.svc.endSlurmAttempt(ctx, tx, job.ID, job.Attempt, nil, "", nil); err != nil {
 			return err
 		}
 		err := tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobFailed, Reason: "slurm-rejected", Message: msg, Actor: actorOf(sp)})

@@ -837,6 +837,92 @@ func TestSlurmPoolFollowsItsCluster(t *testing.T) {
 	})
 }
 
+// A pool whose slurm.conf now leads to another cluster while a job of it runs on the
+// old one stands still until an admin forgets that job: it fails as lost, saying who
+// forgot it and where it ran, audited, and the pool takes the new cluster's nodes.
+// Forgetting is refused while the pool still reaches its jobs' cluster.
+func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
+	var other atomic.Pointer[string]
+	tune := func(c *dispatch.SlurmConfig) {
+		c.InventoryEvery = time.Hour // only an edit of slurm.conf makes the pool read its cluster again
+		exec := c.Runner
+		c.Runner = func(cfg slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(cfg), name: &other} }
+	}
+	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
+		other.Store(nil)
+		conf := filepath.Join(t.TempDir(), "slurm.conf")
+		s.writeConf(conf, false)
+		s.reconfigure(func(c *slurm.Config) { c.SlurmConf = conf })
+		node := func() *models.Node {
+			n, err := s.st.NodeByName(s.ctx, "hpc.node1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		j := s.submit("lost", 1, func(j *models.Job) { j.Command = `["sleep","300"]` })
+		s.untilState(j.ID, models.JobRunning)
+		if _, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root"); !isField(err, "pool") || !strings.Contains(err.Error(), "Gantry still follows its jobs") {
+			t.Errorf("forgetting the jobs of a pool on their cluster: %v, want a pool field error", err)
+		}
+		s.wantState(j.ID, models.JobRunning)
+
+		elsewhere := "elsewhere"
+		other.Store(&elsewhere)
+		s.writeConf(conf, false)
+		s.until("the pool's node to go down", func() bool { return node().State == models.NodeDown })
+		for range 3 {
+			s.tick()
+		}
+		s.wantState(j.ID, models.JobRunning)
+		n, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root")
+		if err != nil || n != 1 {
+			t.Fatalf("forget the pool's jobs: %d, %v", n, err)
+		}
+		id := s.slurmJobs(j.ID)[0].SlurmJobID
+		s.wantState(j.ID, models.JobFailed)
+		wantContains(t, "events", s.eventsOf(j.ID), "running -> failed [lost] Slurm job "+id+
+			" on cluster gantry, which pool hpc no longer reaches, forgotten by admin:root; if it still runs there, Gantry no longer follows, stops or charges it")
+		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
+		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil {
+			t.Errorf("the forgotten run's allocation: %+v", allocs)
+		}
+		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*node()) == "elsewhere" })
+		if n := node(); n.State != models.NodeReady {
+			t.Errorf("the node of the pool's new cluster: %s (%s)", n.State, n.StateReason)
+		}
+		actions := strings.Join(s.auditActions(), " ")
+		wantContains(t, "audit", actions, "pool.slurm_jobs_forgotten", "pool.slurm_cluster_changed")
+		if _, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root"); !isField(err, "pool") {
+			t.Errorf("forgetting again: %v, want a pool field error", err)
+		}
+		if _, err := s.svc.ForgetSlurmJobs(s.ctx, "nosuch", "admin:root"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("forgetting the jobs of no pool: %v, want not found", err)
+		}
+		if got := s.slurmState(id); got != "RUNNING" {
+			t.Errorf("the forgotten Slurm job: %q; Gantry does not stop it", got)
+		}
+		// The forgotten Slurm job ends (here it was on the same Slurm all along): Gantry,
+		// no longer following it, takes nothing of it, once sacct has its end.
+		events := s.eventsOf(j.ID)
+		if out, err := s.slurmCmd("scancel", id).CombinedOutput(); err != nil {
+			t.Fatalf("scancel %s: %v: %s", id, err, out)
+		}
+		s.until("sacct to have the end of Slurm job "+id, func() bool {
+			out, _ := s.slurmCmd("sacct", "-X", "-n", "-P", "-j", id, "-o", "State").Output()
+			return strings.HasPrefix(strings.TrimSpace(string(out)), "CANCELLED")
+		})
+		for range 10 { // polls enough to see that end, were the job still followed
+			s.tick()
+			time.Sleep(200 * time.Millisecond)
+		}
+		after, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
+		if len(after) != 1 || !after[0].EndedAt.Equal(*allocs[0].EndedAt) || s.eventsOf(j.ID) != events {
+			t.Errorf("the forgotten job after its Slurm job ended: allocation %+v, was %+v; events %s", after, allocs, s.eventsOf(j.ID))
+		}
+	})
+}
+
 // Output the backend cannot read leaves the job waiting with the reason and is
 // retried, without submitting twice; Slurm's refusal fails the job with Slurm's
 // words; a partition Slurm does not know takes the pool's nodes down with why.

@@ -1,0 +1,121 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// clusterMovedPrefix begins the reason the leader gives the nodes of a Slurm pool
+// whose slurm.conf reaches another cluster than the one its open jobs are on
+// (clusterMovedError).
+const clusterMovedPrefix = "Slurm pool reaches another cluster: "
+
+// SlurmClusterMoved says whether a Slurm pool stands still because its slurm.conf
+// leads to another cluster than its open jobs' (the leader marks every node of it
+// down saying so), and returns the jobs' cluster and the nodes' reason.
+func SlurmClusterMoved(nodes []models.Node) (cluster, reason string, moved bool) {
+	for _, n := range nodes {
+		if n.RemovedAt != nil {
+			continue
+		}
+		if n.State != models.NodeDown || !strings.HasPrefix(n.StateReason, clusterMovedPrefix) {
+			return "", "", false
+		}
+		cluster, reason = models.SlurmClusterOf(n), n.StateReason
+	}
+	return cluster, reason, reason != ""
+}
+
+// ForgetSlurmJobs gives up the open Slurm jobs of a Slurm pool that stands still
+// because its slurm.conf leads to another cluster than theirs (SlurmClusterMoved),
+// for a cluster that is gone for good: their Slurm job ids mean nothing, or another
+// job, on the cluster the pool reaches now. Each job whose current attempt waited or
+// ran there fails as lost, saying so and who forgot it; a job held in Gantry stays
+// held (it is submitted anew once released); none of those Slurm jobs is followed,
+// stopped or read from again, and what ran is charged until now. Audited
+// (pool.slurm_jobs_forgotten). The pool takes the new cluster's nodes on its next pass.
+// It returns how many Slurm jobs were forgotten.
+func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (int, error) {
+	forgotten := 0
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		pool, err := tx.NodePoolByName(ctx, poolName)
+		if err != nil {
+			return err
+		}
+		if pool.Provider != "slurm" {
+			return models.Invalid("pool", "pool %s is a %s pool: only a Slurm pool has Slurm jobs to forget", pool.Name, pool.Provider)
+		}
+		nodes, err := tx.NodesOfPool(ctx, pool.ID)
+		if err != nil {
+			return err
+		}
+		cluster, reason, moved := SlurmClusterMoved(nodes)
+		if !moved {
+			return models.Invalid("pool", "pool %s is not held up by a slurm.conf that leads to another cluster: Gantry still follows its jobs, so there is nothing to forget", pool.Name)
+		}
+		rows, err := tx.OpenSlurmJobs(ctx, pool.ID)
+		if err != nil {
+			return err
+		}
+		var jobIDs []int64
+		var slurmIDs []string
+		for i := range rows {
+			r := &rows[i]
+			if r.Done && r.LogsDone {
+				continue
+			}
+			wasDone := r.Done
+			r.Done, r.LogsDone = true, true
+			if err := tx.SaveSlurmJob(ctx, r); err != nil {
+				return err
+			}
+			if wasDone {
+				continue // over, only its output was still being read
+			}
+			forgotten++
+			jobIDs, slurmIDs = append(jobIDs, r.JobID), append(slurmIDs, r.SlurmJobID)
+			if err := s.forgetSlurmJob(ctx, tx, pool.Name, cluster, actor, r); err != nil {
+				return err
+			}
+		}
+		if forgotten == 0 {
+			return models.Invalid("pool", "pool %s has no open Slurm job to forget", pool.Name)
+		}
+		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "pool.slurm_jobs_forgotten", ObjectType: "pool", ObjectID: pool.Name,
+			Detail: map[string]any{"cluster": cluster, "reason": reason, "jobs": jobIDs, "slurm_jobs": slurmIDs}})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget the Slurm jobs of pool %s: %w", poolName, err)
+	}
+	s.signalEnded()
+	s.Kick()
+	return forgotten, nil
+}
+
+// forgetSlurmJob ends what Gantry knew of one Slurm job on the cluster a pool no
+// longer reaches, on its Gantry job.
+func (s *Service) forgetSlurmJob(ctx context.Context, tx *store.Store, pool, cluster, actor string, r *models.SlurmJob) error {
+	job, err := tx.JobByID(ctx, r.JobID)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("Slurm job %s on cluster %s, which pool %s no longer reaches, forgotten by %s; if it still runs there, Gantry no longer follows, stops or charges it",
+		r.SlurmJobID, cluster, pool, actor)
+	switch {
+	case job.Attempt != r.CurrentAttempt || models.IsTerminal(job.State):
+		return s.endSlurmAttempt(ctx, tx, r.JobID, r.CurrentAttempt, nil, "", nil)
+	case job.State == models.JobHeld:
+		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job stays held, and is submitted anew once released", actor)
+	case job.State == models.JobQueued:
+		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job is submitted anew once placed", actor)
+	}
+	if err := s.endSlurmAttempt(ctx, tx, r.JobID, r.CurrentAttempt, nil, "", nil); err != nil {
+		return err
+	}
+	return tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobFailed, Reason: "lost", Message: msg, Actor: actor})
+}
