@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -278,4 +280,32 @@ func TestGroupMappingsThroughTheConsole(t *testing.T) {
 		res, _ = s.form(admin, token, path, "confirm", "yes")
 		wantStatus(t, "delete again", res, http.StatusNotFound)
 	})
+}
+
+// The console's front page leads to every admin area: each page route under /admin
+// (no parameter, not a download) is linked from it, or another page of its area is
+// (the cost settings' rates page, whose tabs lead to budgets, rules and channels).
+func TestAdminConsoleLinksEveryArea(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
+	console := s.mustGet(s.signIn("admin", s.password), "/admin")
+	router, ok := s.srv.Config.Handler.(interface{ Routes() gin.RoutesInfo })
+	if !ok {
+		t.Fatalf("the router (%T) does not list its routes", s.srv.Config.Handler)
+	}
+	pages := 0
+	for _, r := range router.Routes() {
+		path, ok := strings.CutPrefix(r.Path, "/admin/")
+		if r.Method != http.MethodGet || !ok || strings.ContainsAny(path, ":.*") || strings.HasSuffix(path, "/export") {
+			continue
+		}
+		pages++
+		area, _, _ := strings.Cut(path, "/")
+		if !strings.Contains(console, `href="/admin/`+area+`"`) && !strings.Contains(console, `href="/admin/`+area+`/`) {
+			t.Errorf("the admin console links nowhere in /admin/%s, where GET %s is", area, r.Path)
+		}
+	}
+	if pages < 10 {
+		t.Fatalf("found %d admin pages among the routes, want the console's dozen", pages)
+	}
 }
