@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -47,7 +48,11 @@ func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) 
 	for i, img := range imgs {
 		row := MatrixRow{Image: img, Cells: make([]Compat, len(nodes))}
 		for j, n := range nodes {
-			row.Cells[j] = Compatibility(img.CUDAVersion, img.MinDriver, n.DriverVersion)
+			if img.Builtin {
+				row.Cells[j] = plainCompatibility(n.Runtime)
+			} else {
+				row.Cells[j] = Compatibility(img.CUDAVersion, img.MinDriver, n.DriverVersion)
+			}
 			if pulled[img.ID][n.ID] {
 				row.PulledOn = append(row.PulledOn, n.Name)
 			}
@@ -55,4 +60,14 @@ func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) 
 		m.Rows[i] = row
 	}
 	return m, nil
+}
+
+// plainCompatibility says whether a node runs the built-in plain-command entry: its jobs
+// run the command on the node itself, with the node's driver, so only the runtime
+// matters: docker and podman start container images only (as the scheduler places).
+func plainCompatibility(runtime string) Compat {
+	if runtime == agentapi.RuntimeDocker || runtime == agentapi.RuntimePodman {
+		return Compat{CompatNone, "a " + runtime + " node runs container images only"}
+	}
+	return Compat{CompatFull, "runs the command on the node itself, with its own driver"}
 }

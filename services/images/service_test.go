@@ -153,3 +153,34 @@ func TestCatalogSearchAndMatrix(t *testing.T) {
 		}
 	}
 }
+
+// The built-in plain-command entry names no CUDA version: it runs on every node whose
+// runtime runs plain commands (process, Slurm), whatever its driver, and on no docker or
+// podman node, which start container images only.
+func TestMatrixOfThePlainCommandEntry(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	svc := images.New(st, audit.New(st, time.Now))
+	ctx := context.Background()
+	if err := st.CreateImage(ctx, &models.Image{Name: "plain-command", Status: models.ImageCertified, Builtin: true, Framework: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"process": images.CompatFull, "no-driver": images.CompatFull, "slurm": images.CompatFull, "docker": images.CompatNone, "podman": images.CompatNone}
+	for name := range want {
+		n := &models.Node{Name: name, State: models.NodeReady, Runtime: name, DriverVersion: "570.86.10"}
+		if name == "no-driver" {
+			n.Runtime, n.DriverVersion = "process", ""
+		}
+		if err := st.CreateNode(ctx, n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := svc.CompatibilityMatrix(ctx, store.ImageFilter{})
+	if err != nil || len(m.Rows) != 1 || len(m.Nodes) != len(want) {
+		t.Fatalf("matrix = %+v, %v", m, err)
+	}
+	for i, n := range m.Nodes {
+		if got := m.Rows[0].Cells[i]; got.Level != want[n.Name] || got.Reason == "" {
+			t.Errorf("plain-command on %s = %+v, want %s with a reason", n.Name, got, want[n.Name])
+		}
+	}
+}
