@@ -93,11 +93,14 @@ type Alert struct {
 	ResolvedAt    *time.Time
 }
 
-// Delivery states of an alert notification.
+// Delivery states of an alert notification or an e-mail.
 const (
 	DeliveryPending = "pending"
 	DeliverySent    = "sent"
 	DeliveryFailed  = "failed"
+	// DeliveryWithdrawn: an e-mail not sent, as its recipient turned its topic off after
+	// it was queued.
+	DeliveryWithdrawn = "withdrawn"
 )
 
 // Delivery is the retry state of something sent with back-off: an alert's
@@ -119,6 +122,10 @@ type OutboxMail struct {
 	Body      string
 	Link      string // the portal path it is about, e.g. /feedback/12
 	OptOut    string // the portal path where its kind of e-mail is turned off; "" for none
+	// Topic and UserID: an e-mail of a topic (MailTopicFeedback) to that person, who may
+	// turn the topic off between queueing and sending; "" and nil for none.
+	Topic  string
+	UserID *int64
 	Delivery
 	CreatedAt time.Time
 }

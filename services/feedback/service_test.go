@@ -388,3 +388,62 @@ func TestEmailsOffKeepsNotifications(t *testing.T) {
 		}
 	})
 }
+
+// An author who turns the e-mails off after an answer's e-mail was queued, and before it
+// went (the mail server was down, or the delivery round had not come), is not sent it,
+// nor its retries; the e-mails queued to others go; turned on again, the withdrawn one
+// stays unsent and the next answer's goes.
+func TestEmailsOffWithdrawsQueuedMail(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		f := setup(t, st, "")
+		ctx := f.ctx
+		mine, err := f.svc.Submit(ctx, f.author.ID, feedback.Input{Category: "idea", Title: "Dark mode"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cy := &models.User{Username: "cy", Email: "cy@example.com"}
+		if err := st.CreateUser(ctx, cy); err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := f.svc.Submit(ctx, cy.ID, feedback.Input{Category: "idea", Title: "Light mode"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range []*models.FeedbackItem{mine, theirs} {
+			if _, err := f.svc.Answer(ctx, it.ID, f.admin.ID, models.FeedbackPlanned, "Next release."); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.svc.SetEmails(ctx, f.author.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		rep := f.deliver(t, 0)
+		if rep.Sent != 1 || rep.Withdrawn != 1 || rep.Retrying+len(rep.Failed) != 0 {
+			t.Fatalf("delivery after the author turned e-mails off = %+v; want the other author's sent and theirs withdrawn", rep)
+		}
+		if m := f.mail.Received(); len(m) != 1 || !strings.Contains(m[0].Data, "Light mode") {
+			t.Fatalf("mail server got %+v; want only the e-mail about Light mode", m)
+		}
+		rows, err := st.OutboxMailsAbout(ctx, fmt.Sprintf("/feedback/%d", mine.ID))
+		if err != nil || len(rows) != 1 || rows[0].State != models.DeliveryWithdrawn || !strings.Contains(rows[0].LastError, "turned off e-mails about feedback") {
+			t.Fatalf("the author's e-mail = %+v, %v; want it withdrawn, saying why", rows, err)
+		}
+
+		if err := f.svc.SetEmails(ctx, f.author.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if rep := f.deliver(t, time.Hour); rep.Sent+rep.Withdrawn+rep.Retrying+len(rep.Failed) != 0 {
+			t.Fatalf("after turning them on again, the withdrawn e-mail was tried: %+v", rep)
+		}
+		if _, err := f.svc.Answer(ctx, mine.ID, f.admin.ID, models.FeedbackDone, "Shipped."); err != nil {
+			t.Fatal(err)
+		}
+		if rep := f.deliver(t, 2*time.Hour); rep.Sent != 1 {
+			t.Fatalf("the next answer's e-mail = %+v, want sent", rep)
+		}
+		if m := f.mail.Received(); len(m) != 2 || !strings.Contains(m[1].Data, "is now done") {
+			t.Fatalf("mail server got %d e-mails, want the other author's and the answer 'done'", len(m))
+		}
+	})
+}

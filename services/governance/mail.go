@@ -23,7 +23,8 @@ type Mail struct {
 	Body    string // plain text
 	Link    string // the portal path it is about, e.g. /feedback/12; the e-mail ends with it
 	// Topic, when set, is what the mail is about (models.MailTopicFeedback); a person
-	// who turned off the e-mails of a topic (UserID, the recipient) is sent none.
+	// who turned off the e-mails of a topic (UserID, the recipient) is sent none, even
+	// one queued before they did.
 	Topic  string
 	UserID int64
 	// OptOut, when set, is the portal path where the person turns off e-mails like this
@@ -35,7 +36,7 @@ type Mail struct {
 // Deliver to send from now on with the alerts' retries and back-off: the change never
 // waits on the mail server, and a mail server that is down loses nothing. Without a
 // Mailer, to an address that is no e-mail address, or of a topic the recipient turned
-// off, it queues nothing.
+// off, it queues nothing; one of a topic they turn off before it is sent is withdrawn.
 func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time, m Mail) error {
 	if s.mailer == nil {
 		return nil
@@ -52,6 +53,9 @@ func (s *Service) QueueMail(ctx context.Context, tx *store.Store, now time.Time,
 	}
 	row := &models.OutboxMail{ToAddress: m.To, Subject: m.Subject, Body: m.Body, Link: m.Link, OptOut: m.OptOut,
 		Delivery: models.Delivery{State: models.DeliveryPending, NextAttemptAt: now.UTC()}}
+	if m.Topic != "" {
+		row.Topic, row.UserID = m.Topic, &m.UserID
+	}
 	if err := tx.CreateOutboxMail(ctx, row); err != nil {
 		return fmt.Errorf("queue e-mail about %s: %w", m.Link, err)
 	}
@@ -66,6 +70,22 @@ func (s *Service) deliverMails(ctx context.Context, now time.Time, rep *Delivery
 	}
 	for i := range due {
 		m := &due[i]
+		if m.Topic != "" && m.UserID != nil {
+			// The recipient may have turned the topic off since it was queued.
+			off, err := s.store.MailOptedOut(ctx, *m.UserID, m.Topic)
+			if err != nil {
+				return err
+			}
+			if off {
+				m.State, m.LastError = models.DeliveryWithdrawn, "not sent: the recipient turned off e-mails about "+m.Topic+" after it was queued"
+				rep.Withdrawn++
+				s.log.Info("e-mail withdrawn: its recipient turned its topic off", "mail", m.ID, "about", m.Link, "topic", m.Topic)
+				if err := s.store.UpdateOutboxMail(ctx, m); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		err := s.sendMail(ctx, m)
 		switch s.tried(now, &m.Delivery, err) {
 		case models.DeliverySent:

@@ -164,3 +164,50 @@ func TestQueueMailHonoursOptOut(t *testing.T) {
 		}
 	})
 }
+
+// The opt-out is checked again when an e-mail is sent: one of a topic its recipient
+// turned off after it was queued is withdrawn (not sent, not retried, and kept saying
+// why until pruned); one of no topic to them, and one of the topic to another, go.
+func TestDeliveryWithdrawsMailOptedOutAfterQueueing(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		e := newEnv(t, s, governance.Config{MailRetention: time.Hour})
+		ada := &models.User{Username: "ada-late", Email: "ada@example.com"}
+		bob := &models.User{Username: "bob-late", Email: "bob@example.com"}
+		must(t, s.CreateUser(e.ctx, ada))
+		must(t, s.CreateUser(e.ctx, bob))
+		queue := func(u *models.User, topic, link string) {
+			t.Helper()
+			must(t, s.InTx(e.ctx, func(tx *store.Store) error {
+				return e.gov.QueueMail(e.ctx, tx, tue, governance.Mail{To: u.Email, Subject: "Planned", Body: "Soon.", Link: link, Topic: topic, UserID: u.ID})
+			}))
+		}
+		queue(ada, models.MailTopicFeedback, "/feedback/1")
+		queue(ada, "", "/feedback/2")
+		queue(bob, models.MailTopicFeedback, "/feedback/3")
+		_, err := s.SetMailOptOut(e.ctx, ada.ID, models.MailTopicFeedback, true)
+		must(t, err)
+		if got := e.deliver(tue); got.Sent != 2 || got.Withdrawn != 1 || got.Retrying+len(got.Failed) != 0 {
+			t.Fatalf("delivery = %+v; want ada's feedback e-mail withdrawn, the other two sent", got)
+		}
+		var to []string
+		for _, m := range e.mail.Received() {
+			to = append(to, strings.Join(m.To, ","))
+		}
+		if strings.Join(to, " ") != "ada@example.com bob@example.com" {
+			t.Errorf("the mail server got e-mails to %v; want ada's of no topic and bob's", to)
+		}
+		rows, err := s.OutboxMailsAbout(e.ctx, "/feedback/1")
+		must(t, err)
+		if len(rows) != 1 || rows[0].State != models.DeliveryWithdrawn || rows[0].Topic != models.MailTopicFeedback || rows[0].UserID == nil || *rows[0].UserID != ada.ID ||
+			!strings.Contains(rows[0].LastError, "turned off e-mails about feedback after it was queued") {
+			t.Fatalf("ada's feedback e-mail = %+v; want it withdrawn, of the topic and to ada, saying why", rows)
+		}
+		if got := e.deliver(tue.Add(time.Minute)); got.Sent+got.Withdrawn+got.Retrying+len(got.Failed) != 0 {
+			t.Errorf("the next round did something: %+v", got)
+		}
+		if got := e.deliver(tue.Add(2 * time.Hour)); got.Pruned != 3 {
+			t.Errorf("after the retention, pruned %d; want the withdrawn one with the two sent", got.Pruned)
+		}
+	})
+}

@@ -75,6 +75,9 @@ func (s *Service) message(a models.Alert, r models.AlertRule) Message {
 // DeliveryReport says what one Deliver call did.
 type DeliveryReport struct {
 	Sent, Retrying int
+	// Withdrawn is how many e-mails were not sent, as their recipients turned their
+	// topic off after they were queued.
+	Withdrawn int
 	// Pruned is how many ended e-mails were deleted, older than MailRetention.
 	Pruned int64
 	// Failed lists notifications given up on after the last attempt, with why.
