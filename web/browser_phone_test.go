@@ -75,8 +75,8 @@ func TestPhoneWidthInBrowser(t *testing.T) {
 		switch path {
 		case "/":
 			browsertest.Screenshot(t, ctx, "phone-home")
-		case job.Path:
-			browsertest.Screenshot(t, ctx, "phone-job")
+		case "/jobs":
+			browsertest.Screenshot(t, ctx, "phone-jobs")
 		}
 	}
 }
