@@ -104,3 +104,43 @@ func TestImagesPageSaysWhereAnImageIsPulled(t *testing.T) {
 		}
 	}
 }
+
+// The compatibility matrix says in words why an image does not simply run on a node (a
+// hover title alone reaches no touch screen and no keyboard), and says nothing more
+// where it runs.
+func TestImagesMatrixSaysWhy(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ctx := t.Context()
+	for _, img := range []*models.Image{
+		{Name: "old-cuda", Reference: "example.com/old:1", Framework: "pytorch", CUDAVersion: "11.8", Status: models.ImageCertified},
+		{Name: "new-cuda", Reference: "example.com/new:1", Framework: "pytorch", CUDAVersion: "12.8", Status: models.ImageCertified},
+	} {
+		if err := st.CreateImage(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CreateNode(ctx, &models.Node{Name: "gpu-1", State: models.NodeReady, Runtime: "docker", DriverVersion: "520.61.05"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := s.mustGet(s.signIn("admin", s.password), "/images")
+	_, matrix, ok := strings.Cut(body, `data-testid="compat"`)
+	if !ok {
+		t.Fatal("the images page has no compatibility matrix")
+	}
+	why := regexp.MustCompile(`<div class="meta compat-why">([^<]*)</div>`).FindAllStringSubmatch(matrix, -1)
+	var got []string
+	for _, m := range why {
+		got = append(got, m[1])
+	}
+	want := []string{
+		"driver 520.61.05 &lt; 570.26, the minimum of CUDA 12.8", // new-cuda: too old
+		"a docker node runs container images only",               // plain-command
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the matrix explains %q, want %q (old-cuda runs fully: nothing to explain)", got, want)
+	}
+}
