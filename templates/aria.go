@@ -16,3 +16,12 @@ func invalidIf(bad bool) templ.Attributes {
 func invalid(errField, field string) templ.Attributes {
 	return invalidIf(errField == field)
 }
+
+// describedBy ties a field to its hint (fieldHint's id), so a screen reader reads the
+// hint with the field; a field without a hint gets nothing.
+func describedBy(name, hint string) templ.Attributes {
+	if hint == "" {
+		return nil
+	}
+	return templ.Attributes{"aria-describedby": name + "-hint"}
+}

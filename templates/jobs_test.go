@@ -74,6 +74,22 @@ func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
 	}
 }
 
+// A reason that only repeats the state ("failed" of a failed job) is not written under
+// its badge again; one that says more is.
+func TestJobRowsShowOnlyReasonsThatSayMore(t *testing.T) {
+	t.Parallel()
+	_, d := benchJobsData()
+	d.Jobs = []JobRow{{ID: 1, State: "failed", StateReason: "failed"}, {ID: 2, State: "failed", StateReason: "oom_killed"}}
+	var buf bytes.Buffer
+	if err := JobResults(d).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if strings.Contains(html, `<div class="meta">failed</div>`) || !strings.Contains(html, `<div class="meta">oom_killed</div>`) {
+		t.Errorf("the rows' reasons:\n%s", html)
+	}
+}
+
 // The list's links carry the filter as url.Values.Encode would write it.
 func TestJobsFilterLinks(t *testing.T) {
 	t.Parallel()

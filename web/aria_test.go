@@ -16,8 +16,12 @@ import (
 // [aria-invalid="true"] never matches.
 var bareARIA = regexp.MustCompile(`<[a-z][^<>]*\s(aria-[a-z]+)(?:\s|/?>)`)
 
-// checkARIA fails the test for a page that writes a bare ARIA attribute. Every page
-// that site.send fetches is checked.
+// hintID is a field's hint, which its field names in aria-describedby so that a
+// screen reader reads the hint with it.
+var hintID = regexp.MustCompile(`\sid="([^"]+-hint)"`)
+
+// checkARIA fails the test for a page that writes a bare ARIA attribute, or a field
+// hint that no field is described by. Every page that site.send fetches is checked.
 func checkARIA(t *testing.T, res *http.Response, body string) {
 	t.Helper()
 	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
@@ -25,6 +29,11 @@ func checkARIA(t *testing.T, res *http.Response, body string) {
 	}
 	if m := bareARIA.FindStringSubmatch(body); m != nil {
 		t.Errorf("%s %s writes a bare %s attribute (say %s=\"true\"): %s", res.Request.Method, res.Request.URL.Path, m[1], m[1], m[0])
+	}
+	for _, m := range hintID.FindAllStringSubmatch(body, -1) {
+		if !strings.Contains(body, `aria-describedby="`+m[1]+`"`) {
+			t.Errorf("%s %s has the hint %q, but no field is described by it", res.Request.Method, res.Request.URL.Path, m[1])
+		}
 	}
 }
 
