@@ -6,10 +6,11 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// Matrix says which images run on which nodes given their driver versions.
+// Matrix says which images run on which nodes given their runtimes and driver versions.
 type Matrix struct {
 	Nodes []models.Node
 	Rows  []MatrixRow
@@ -37,6 +38,10 @@ func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) 
 	if err != nil {
 		return Matrix{}, fmt.Errorf("compatibility matrix: %w", err)
 	}
+	plugins, err := s.containerPools(ctx)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("compatibility matrix: %w", err)
+	}
 	pulled := map[int64]map[int64]bool{} // image -> nodes
 	for _, h := range held {
 		if pulled[h.ImageID] == nil {
@@ -48,9 +53,12 @@ func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) 
 	for i, img := range imgs {
 		row := MatrixRow{Image: img, Cells: make([]Compat, len(nodes))}
 		for j, n := range nodes {
-			if img.Builtin {
+			switch {
+			case img.Builtin:
 				row.Cells[j] = plainCompatibility(n.Runtime)
-			} else {
+			case !runsContainers(n, plugins):
+				row.Cells[j] = Compat{CompatNone, "a " + n.Runtime + " node runs plain commands only"}
+			default:
 				row.Cells[j] = Compatibility(img.CUDAVersion, img.MinDriver, n.DriverVersion)
 			}
 			if pulled[img.ID][n.ID] {
@@ -70,4 +78,36 @@ func plainCompatibility(runtime string) Compat {
 		return Compat{CompatNone, "a " + runtime + " node runs container images only"}
 	}
 	return Compat{CompatFull, "runs the command on the node itself, with its own driver"}
+}
+
+// runsContainers says whether a node starts container images, as the scheduler places
+// them: the process runtime runs plain commands only, and so does a Slurm node unless
+// its pool names a container plugin.
+func runsContainers(n models.Node, plugins map[int64]bool) bool {
+	switch n.Runtime {
+	case agentapi.RuntimeProcess:
+		return false
+	case models.RuntimeSlurm:
+		return n.PoolID != nil && plugins[*n.PoolID]
+	}
+	return true
+}
+
+// containerPools are the Slurm pools whose configuration names a container plugin.
+func (s *Service) containerPools(ctx context.Context) (map[int64]bool, error) {
+	pools, err := s.store.NodePools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plugins := map[int64]bool{}
+	for _, p := range pools {
+		if p.Provider != "slurm" {
+			continue
+		}
+		// A configuration that does not parse submits nothing, as in dispatch.
+		if cfg, err := slurm.ParseConfig(p.ProviderConfig); err == nil && cfg.Container != "" {
+			plugins[p.ID] = true
+		}
+	}
+	return plugins, nil
 }

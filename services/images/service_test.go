@@ -3,6 +3,7 @@ package images_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +184,52 @@ func TestMatrixOfThePlainCommandEntry(t *testing.T) {
 			t.Errorf("plain-command on %s = %+v, want %s with a reason", n.Name, got, want[n.Name])
 		}
 	}
+}
+
+// A container image runs only where the scheduler places it: not on a process node, nor
+// on a Slurm node whose pool names no container plugin, whatever their drivers; on
+// docker, podman and a pyxis Slurm pool's nodes its CUDA version decides.
+func TestMatrixOfAContainerImageFollowsTheRuntime(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		svc := images.New(st, audit.New(st, time.Now))
+		ctx := context.Background()
+		if _, err := svc.Add(ctx, pytorch()); err != nil {
+			t.Fatal(err)
+		}
+		pool := func(name, container string) *int64 {
+			cfg := `{"partition":"gpu","log_dir":"/shared/logs","checkpoint_dir":"/shared/ckpt","container":"` + container + `"}`
+			p := &models.NodePool{Name: name, Provider: "slurm", ProviderConfig: cfg}
+			if err := st.CreateNodePool(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			return &p.ID
+		}
+		plain, pyxis := pool("slurm-plain", ""), pool("slurm-pyxis", "pyxis")
+		want := map[string]string{"process": images.CompatNone, "slurm-plain": images.CompatNone, "slurm-pyxis": images.CompatFull, "docker": images.CompatFull, "podman": images.CompatFull}
+		for name := range want {
+			n := &models.Node{Name: name, State: models.NodeReady, Runtime: name, DriverVersion: "570.86.10"}
+			switch name {
+			case "slurm-plain":
+				n.Runtime, n.PoolID = models.RuntimeSlurm, plain
+			case "slurm-pyxis":
+				n.Runtime, n.PoolID = models.RuntimeSlurm, pyxis
+			}
+			if err := st.CreateNode(ctx, n, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := svc.CompatibilityMatrix(ctx, store.ImageFilter{})
+		if err != nil || len(m.Rows) != 1 || len(m.Nodes) != len(want) {
+			t.Fatalf("matrix = %+v, %v", m, err)
+		}
+		for i, n := range m.Nodes {
+			got := m.Rows[0].Cells[i]
+			if got.Level != want[n.Name] {
+				t.Errorf("%s on %s = %+v, want %s", m.Rows[0].Image.Name, n.Name, got, want[n.Name])
+			}
+			if got.Level == images.CompatNone && !strings.Contains(got.Reason, "plain commands only") {
+				t.Errorf("%s on %s: reason %q does not say the node runs plain commands only", m.Rows[0].Image.Name, n.Name, got.Reason)
+			}
+		}
+	})
 }
