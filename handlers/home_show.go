@@ -27,7 +27,7 @@ func (h *Handler) HomeShow(c *gin.Context) {
 	ctx := c.Request.Context()
 	user := principal(c).User
 	now := time.Now().UTC()
-	d := templates.HomeData{User: user.Username, Database: h.store.Dialect()}
+	d := templates.HomeData{User: user.Username}
 	counts, err := h.store.JobCountsByState(ctx)
 	if err != nil {
 		h.serverError(c, err)
@@ -38,12 +38,15 @@ func (h *Handler) HomeShow(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	st, err := h.store.SchemaStatus(ctx)
-	if err != nil {
-		h.serverError(c, err)
-		return
+	// The database and its schema concern those who run the platform, not its users.
+	if user.IsAdmin || user.IsAuditor {
+		st, err := h.store.SchemaStatus(ctx)
+		if err != nil {
+			h.serverError(c, err)
+			return
+		}
+		d.Database, d.SchemaVersion = h.store.Dialect(), st.Current
 	}
-	d.SchemaVersion = st.Current
 	writable, err := h.submitProjects(ctx, user.ID)
 	if err != nil {
 		h.serverError(c, err)

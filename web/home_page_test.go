@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,39 @@ func TestHomePage(t *testing.T) {
 		// Another team's alert does not concern ada.
 		if _, body := s.send(olga, "GET", "/", "", nil); strings.Contains(body, "300% of its mean") || strings.Contains(body, "train-1") {
 			t.Error("a user outside the team sees its alert or jobs")
+		}
+	})
+}
+
+// The database and its schema version are for those who run the platform: an admin and
+// an auditor see them on home, a member does not.
+func TestHomeShowsTheDatabaseToAdminsAndAuditorsOnly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		status, err := st.SchemaStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("Database: %s, schema version %d.", st.Dialect(), status.Current)
+		auditor, auditorUser := s.member("audrey")
+		if err := s.az.SetGlobalRoles(ctx, auditorUser, false, true); err != nil {
+			t.Fatal(err)
+		}
+		browsers := map[string]*http.Client{
+			"admin":   s.signIn("admin", s.password),
+			"auditor": auditor,
+			"member":  s.user("ada", "default", models.RoleMember),
+		}
+		for who, c := range browsers {
+			res, body := s.send(c, "GET", "/", "", nil)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("home of the %s = %d", who, res.StatusCode)
+			}
+			if shown := strings.Contains(body, line); shown != (who != "member") {
+				t.Errorf("home of the %s shows %q: %v", who, line, shown)
+			}
 		}
 	})
 }
