@@ -27,7 +27,7 @@ func TestHomePage(t *testing.T) {
 		}
 		ada := s.user("ada", "default", models.RoleMember)
 		if _, body := s.send(ada, "GET", "/", "", nil); !strings.Contains(body, "You have no jobs yet. <a href=\"/jobs/new\">Submit your first job</a>") ||
-			!strings.Contains(body, "No GPU quota: the team uses what is free.") || !strings.Contains(body, `data-testid="team-spend">0.00<`) {
+			!strings.Contains(body, "No GPU quota: the team uses what is free.") || !strings.Contains(body, `data-testid="team-spend">0.00</strong> currency units<`) {
 			t.Fatalf("home of a new member: %s", body)
 		}
 
@@ -52,6 +52,9 @@ func TestHomePage(t *testing.T) {
 		if _, err := acc.RecordUsage(ctx, accounting.Usage{Resource: "egress", ProjectID: project.ID, Bytes: 3 << 30, From: month, To: month.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := acc.CreateBudget(ctx, accounting.BudgetInput{TeamID: &team.ID, AmountMicros: 5000 * accounting.MicrosPerUnit}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := st.CreateAlertOnce(ctx, &models.Alert{RuleID: 1, Scope: "team", ScopeID: team.ID, State: "firing", Fingerprint: "home-test",
 			Evidence: `{"summary": "team default spent 3.00 today, 300% of its mean"}`, FiredAt: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
@@ -62,7 +65,7 @@ func TestHomePage(t *testing.T) {
 		_, body := s.send(ada, "GET", "/", "", nil)
 		for _, want := range []string{
 			`data-testid="active"`, "train-1", "◷ queued", "the cluster has no nodes",
-			`data-testid="team-spend">3.00<`, "any model: 0 of 2 GPUs in use",
+			`data-testid="team-spend">3.00</strong> currency units<`, "Budget 5000.00; forecast ", " (currency units)", "any model: 0 of 2 GPUs in use",
 			"team default spent 3.00 today, 300% of its mean", "Your feedback was answered", `href="/feedback/1"`,
 		} {
 			if !strings.Contains(body, want) {
