@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -78,5 +80,79 @@ func TestPhoneWidthInBrowser(t *testing.T) {
 		case "/jobs":
 			browsertest.Screenshot(t, ctx, "phone-jobs")
 		}
+	}
+}
+
+// On a phone the jobs list's filters fold under a summary that says which are set, so the
+// first job shows on the first screen; they open from the keyboard, a filter set there
+// narrows the list in place and the fold stays open. On a laptop they show unfolded.
+func TestJobsFiltersFoldOnPhoneInBrowser(t *testing.T) {
+	s := newJobsSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}))
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	const (
+		open     = `document.getElementById("job-filters").open`
+		summary  = `document.querySelector("#job-filters summary").textContent`
+		rowCount = `document.querySelectorAll("[data-testid=jobs] tbody tr").length`
+		// firstRowShown: the first job row lies wholly inside the first screen.
+		firstRowShown = `(() => { const r = document.querySelector("[data-testid=jobs] tbody tr").getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })()`
+		stateShown    = `document.querySelector("select[name=state]").checkVisibility()`
+	)
+	err := chromedp.Do(ctx,
+		// 390 × 664 is what Safari leaves of an iPhone's 390 × 844 screen under its bars.
+		chromedp.EmulateViewport(390, 664),
+		browsertest.Navigate(s.srv.URL+"/jobs"),
+		chromedp.WaitVisible("[data-testid=jobs]"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run(t, ctx, chromedp.Evaluate[bool](open)) || run(t, ctx, chromedp.Evaluate[bool](stateShown)) {
+		t.Error("on a phone the filters are not folded")
+	}
+	if !run(t, ctx, chromedp.Evaluate[bool](firstRowShown)) {
+		t.Error("on a phone the first job is not on the first screen")
+	}
+	if got := run(t, ctx, chromedp.Evaluate[string](summary)); !strings.Contains(got, "none set") {
+		t.Errorf("folded filters' summary = %q, want it to say none is set", got)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Focus("#job-filters summary"),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.Poll[chromedp.Void](stateShown),
+		chromedp.SendKeys(`input[name=user]`, "bob"+kb.Enter),
+		chromedp.Poll[chromedp.Void](rowCount+` === 4`),
+	)
+	if err != nil {
+		t.Fatalf("open the filters with Enter and filter by user: %v (%d rows)", err, run(t, ctx, chromedp.Evaluate[int](rowCount)))
+	}
+	if !run(t, ctx, chromedp.Evaluate[bool](open)) {
+		t.Error("the filters fold again when the list is replaced")
+	}
+	if got := run(t, ctx, chromedp.Evaluate[string](summary)); !strings.Contains(got, "1 set: user") {
+		t.Errorf("summary after filtering by user = %q, want it to name the user filter", got)
+	}
+	if loc := run(t, ctx, chromedp.Location()); !strings.Contains(loc, "user=bob") {
+		t.Errorf("the address bar does not keep the filter: %s", loc)
+	}
+	// Reloaded on the phone with a filter set, the fold is closed and names it.
+	if err := chromedp.Do(ctx, browsertest.Reload(), chromedp.WaitVisible("[data-testid=jobs]")); err != nil {
+		t.Fatal(err)
+	}
+	if run(t, ctx, chromedp.Evaluate[bool](open)) || !strings.Contains(run(t, ctx, chromedp.Evaluate[string](summary)), "1 set: user") {
+		t.Errorf("reloaded with a filter set: open=%v, summary %q", run(t, ctx, chromedp.Evaluate[bool](open)), run(t, ctx, chromedp.Evaluate[string](summary)))
+	}
+
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 800),
+		browsertest.Navigate(s.srv.URL+"/jobs"),
+		chromedp.WaitVisible("[data-testid=jobs]"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := run(t, ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#job-filters .fields > *")].filter((e) => e.checkVisibility()).length`))
+	if !run(t, ctx, chromedp.Evaluate[bool](open)) || shown != 9 {
+		t.Errorf("on a laptop %d of the 9 filter controls show (open=%v)", shown, run(t, ctx, chromedp.Evaluate[bool](open)))
 	}
 }
