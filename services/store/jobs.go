@@ -211,7 +211,7 @@ func (s *Store) listedJobsSQL(f JobFilter, asJSON bool) (string, []any, error) {
 	var key listKey
 	if keep {
 		key = listKey{sort: f.Sort, ascending: f.Ascending, limit: f.Limit, columns: strings.Join(f.Columns, ",")}
-		if q, ok := s.lists.Load(key); ok {
+		if q, ok := s.sqlTexts.Load(key); ok {
 			return q.(string), nil, nil
 		}
 	}
@@ -225,7 +225,7 @@ func (s *Store) listedJobsSQL(f JobFilter, asJSON bool) (string, []any, error) {
 	}
 	query := stmt.SQL.String()
 	if keep && len(stmt.Vars) == 0 {
-		s.lists.Store(key, query)
+		s.sqlTexts.Store(key, query)
 	}
 	return query, stmt.Vars, nil
 }

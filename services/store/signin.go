@@ -26,8 +26,7 @@ type SignIn struct {
 // user and the settings keys.
 func (s *Store) SessionSignIn(ctx context.Context, id string, keys ...string) (*models.Session, *SignIn, error) {
 	var sess models.Session
-	in, err := s.signIn(ctx, "sessions", "id", id, keys,
-		[]string{"id", "user_id", "csrf_token", "ip", "user_agent", "created_at", "last_seen_at", "expires_at"},
+	in, err := s.signIn(ctx, sessionSignIn, id, keys,
 		&sess.ID, &sess.UserID, &sess.CSRFToken, &sess.IP, &sess.UserAgent, &sess.CreatedAt, &sess.LastSeenAt, &sess.ExpiresAt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session: %w", err)
@@ -38,8 +37,7 @@ func (s *Store) SessionSignIn(ctx context.Context, id string, keys ...string) (*
 // APITokenSignIn returns the token whose hash is hash, with its user and the settings keys.
 func (s *Store) APITokenSignIn(ctx context.Context, hash string, keys ...string) (*models.APIToken, *SignIn, error) {
 	var t models.APIToken
-	in, err := s.signIn(ctx, "api_tokens", "hash", hash, keys,
-		[]string{"id", "user_id", "name", "prefix", "hash", "scope", "expires_at", "last_used_at", "revoked_at", "created_at"},
+	in, err := s.signIn(ctx, tokenSignIn, hash, keys,
 		&t.ID, &t.UserID, &t.Name, &t.Prefix, &t.Hash, &t.Scope, &t.ExpiresAt, &t.LastUsedAt, &t.RevokedAt, &t.CreatedAt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("API token: %w", err)
@@ -47,57 +45,58 @@ func (s *Store) APITokenSignIn(ctx context.Context, hash string, keys ...string)
 	return &t, in, nil
 }
 
-// signIn reads the row of table whose column key is value into dest (cols, in order),
+// A credential is a table that signs a request in: its key column and the columns
+// read, in the order of the caller's fields.
+type credential struct {
+	table, key string
+	cols       []string
+}
+
+var (
+	sessionSignIn = &credential{table: "sessions", key: "id",
+		cols: []string{"id", "user_id", "csrf_token", "ip", "user_agent", "created_at", "last_seen_at", "expires_at"}}
+	tokenSignIn = &credential{table: "api_tokens", key: "hash",
+		cols: []string{"id", "user_id", "name", "prefix", "hash", "scope", "expires_at", "last_used_at", "revoked_at", "created_at"}}
+)
+
+// signInColumns are the user's columns a sign-in reads after the credential's.
+const signInColumns = 13
+
+// signIn reads the row of c whose key column is value into dest (c.cols, in order),
 // joined with its user, and the settings keys as scalar subqueries. It runs on every
 // signed-in request, so it reads through readRows (no gorm; on SQLite, not behind the
 // one writer; on PostgreSQL, through pgx itself). On SQLite the row comes back as one
 // json_array() value: the driver reads each column through several calls, and one
 // array costs less than its columns (see listedJobsQuery).
-func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols []string, dest ...any) (*SignIn, error) {
+func (s *Store) signIn(ctx context.Context, c *credential, value string, keys []string, dest ...any) (*SignIn, error) {
 	in := &SignIn{Settings: make(map[string]string, len(keys))}
 	u := &in.User
-	exprs := make([]string, 0, len(cols)+13+len(keys))
-	for _, c := range cols {
-		exprs = append(exprs, "c."+c)
-	}
-	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject", "u.password_hash",
-		"u.is_admin", "u.is_auditor", "u.disabled", "u.last_login_at", "u.created_at", "u.updated_at")
-	dest = append(dest, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject, &u.PasswordHash,
+	all := make([]any, 0, len(dest)+signInColumns+len(keys))
+	all = append(all, dest...)
+	all = append(all, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject, &u.PasswordHash,
 		&u.IsAdmin, &u.IsAuditor, &u.Disabled, &u.LastLoginAt, &u.CreatedAt, &u.UpdatedAt)
-	pg := s.dialect == migrations.Postgres
-	param := func(n int) string {
-		if pg {
-			return "$" + strconv.Itoa(n)
-		}
-		return "?"
-	}
 	values := make([]sql.NullString, len(keys))
 	args := make([]any, 0, len(keys)+1)
 	for i, k := range keys {
-		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+param(i+1)+")")
-		dest = append(dest, &values[i])
+		all = append(all, &values[i])
 		args = append(args, k)
 	}
 	args = append(args, value)
-	list := strings.Join(exprs, ", ")
-	if !pg {
-		list = "json_array(" + list + ")"
-	}
-	q := "SELECT " + list + " FROM " + table + " c JOIN users u ON u.id = c.user_id WHERE c." + key + " = " + param(len(args))
 	found := false
-	err := s.readRows(ctx, read{query: q, args: args, scan: func(rows rowScanner) error {
+	pg := s.dialect == migrations.Postgres
+	err := s.readRows(ctx, read{query: s.signInSQL(c, len(keys)), args: args, scan: func(rows rowScanner) error {
 		if !rows.Next() {
 			return nil
 		}
 		found = true
 		if pg {
-			return rows.Scan(dest...)
+			return rows.Scan(all...)
 		}
 		var row string
 		if err := rows.Scan(&row); err != nil {
 			return err
 		}
-		return scanJSONArray(row, dest)
+		return scanJSONArray(row, all)
 	}})
 	if err != nil {
 		return nil, err
@@ -111,6 +110,45 @@ func (s *Store) signIn(ctx context.Context, table, key, value string, keys, cols
 		}
 	}
 	return in, nil
+}
+
+// signInKey is what the SQL of a sign-in depends on: the settings' keys are
+// arguments, so only their number is in the text.
+type signInKey struct {
+	credential *credential
+	keys       int
+}
+
+// signInSQL is the query of a sign-in of c with keys settings, written once per Store
+// (writing it was about sixteen allocations a request).
+func (s *Store) signInSQL(c *credential, keys int) string {
+	k := signInKey{credential: c, keys: keys}
+	if q, ok := s.sqlTexts.Load(k); ok {
+		return q.(string)
+	}
+	pg := s.dialect == migrations.Postgres
+	param := func(n int) string {
+		if pg {
+			return "$" + strconv.Itoa(n)
+		}
+		return "?"
+	}
+	exprs := make([]string, 0, len(c.cols)+signInColumns+keys)
+	for _, col := range c.cols {
+		exprs = append(exprs, "c."+col)
+	}
+	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject", "u.password_hash",
+		"u.is_admin", "u.is_auditor", "u.disabled", "u.last_login_at", "u.created_at", "u.updated_at")
+	for i := range keys {
+		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+param(i+1)+")")
+	}
+	list := strings.Join(exprs, ", ")
+	if !pg {
+		list = "json_array(" + list + ")"
+	}
+	q := "SELECT " + list + " FROM " + c.table + " c JOIN users u ON u.id = c.user_id WHERE c." + c.key + " = " + param(keys+1)
+	s.sqlTexts.Store(k, q)
+	return q
 }
 
 // scanJSONArray reads the array that SQLite's json_array() writes (no spaces; strings,

@@ -50,11 +50,11 @@ type Store struct {
 	// pg is PostgreSQL's pool outside a transaction, for readRows; nil on SQLite and
 	// inside InTx.
 	pg *sql.DB
-	// lists keeps the SQL of unfiltered lists (listedJobsSQL), shared with the
-	// Stores of InTx.
-	lists   *sync.Map
-	dialect string
-	inTx    bool
+	// sqlTexts keeps the SQL of unfiltered lists (listedJobsSQL) and of sign-ins
+	// (signInSQL), by what each depends on; shared with the Stores of InTx.
+	sqlTexts *sync.Map
+	dialect  string
+	inTx     bool
 }
 
 // SQLiteFile is the database file inside the data directory.
@@ -100,7 +100,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 		}
 		sqlDB.SetMaxOpenConns(conns)
 		sqlDB.SetMaxIdleConns(conns)
-		s := &Store{db: db, reads: db, pg: sqlDB, lists: &sync.Map{}, dialect: migrations.Postgres}
+		s := &Store{db: db, reads: db, pg: sqlDB, sqlTexts: &sync.Map{}, dialect: migrations.Postgres}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
@@ -138,7 +138,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	}
 	readDB.SetMaxOpenConns(sqliteReaders)
 	readDB.SetMaxIdleConns(sqliteReaders)
-	return &Store{db: db, reads: reads, lists: &sync.Map{}, dialect: migrations.SQLite}, nil
+	return &Store{db: db, reads: reads, sqlTexts: &sync.Map{}, dialect: migrations.SQLite}, nil
 }
 
 // postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server fails fast.
@@ -238,7 +238,7 @@ func (s *Store) Close() error {
 // InTx runs fn in one transaction on a Store bound to it; an error from fn rolls back.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, reads: tx, lists: s.lists, dialect: s.dialect, inTx: true})
+		return fn(&Store{db: tx, reads: tx, sqlTexts: s.sqlTexts, dialect: s.dialect, inTx: true})
 	})
 }
 
