@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,10 @@ type Seen struct {
 	Start   time.Time `json:"start,omitzero"`   // start of the run seen running
 	Runs    int       `json:"runs,omitempty"`   // ended runs reported
 	Missing time.Time `json:"missing,omitzero"` // first poll that found the job nowhere
+	// Nameless is the first poll that found the job out of squeue with a nameless
+	// placeholder among its accounting records (see endedRuns). Kept by the follower
+	// without an event, so a new leader waits afresh.
+	Nameless time.Time `json:"nameless,omitzero"`
 }
 
 // Tracked is a job Gantry submitted and follows.
@@ -85,7 +90,8 @@ type FollowConfig struct {
 	Interval time.Duration
 	// MaxBackoff caps the wait between polls while it does not (doubling from Interval).
 	MaxBackoff time.Duration
-	// LostAfter is how long a job may be missing from both squeue and sacct before
+	// LostAfter is how long a job may be missing from both squeue and sacct, or be
+	// accounted out of squeue by nothing but slurmdbd's nameless placeholders, before
 	// it is reported vanished (accounting can lag a little behind the controller).
 	LostAfter time.Duration
 }
@@ -244,8 +250,12 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 
 	for _, t := range tracked {
 		var evs []Event
+		seen := t.Seen
 		if pe, ok := unreadable[t.SlurmID]; ok {
 			evs = unreadableEvents(t, pe)
+			if len(evs) > 0 {
+				seen = evs[len(evs)-1].Seen
+			}
 		} else if runsErr == nil || !contains(needRuns, t.SlurmID) {
 			name := f.nameOf(t)
 			j, queued := inQueue[t.SlurmID]
@@ -255,9 +265,9 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 				other, j, queued = &stranger, Job{}, false
 			}
 			rs := ownRuns(runs[t.SlurmID], name, other == nil)
-			evs = f.advance(t, j, queued, other, rs, len(rs) > 0, now)
+			evs, seen = f.advance(t, j, queued, other, rs, len(rs) > 0, now)
 		} // else accounting is unreachable: the job keeps its state until it answers
-		f.deliver(ctx, t, evs, handle)
+		f.deliver(ctx, t, evs, seen, handle)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -265,16 +275,22 @@ func (f *Follower) Poll(ctx context.Context, handle func(context.Context, Event)
 	return nil
 }
 
-// deliver hands a job's events to handle, in order, and keeps the job's view as of
-// the last one handled; a job whose final event was handled is no longer followed.
-func (f *Follower) deliver(ctx context.Context, t Tracked, evs []Event, handle func(context.Context, Event) error) {
+// deliver hands a job's events to handle, in order, and keeps the job's view: after
+// once every event was handled (it holds what changed without an event too), else as
+// of the last one handled. A job whose final event was handled is no longer followed.
+func (f *Follower) deliver(ctx context.Context, t Tracked, evs []Event, after Seen, handle func(context.Context, Event) error) {
 	seen := t.Seen
 	final := false
+	handled := 0
 	for _, e := range evs {
 		if err := handle(ctx, e); err != nil {
 			break
 		}
 		seen, final = e.Seen, final || e.Final
+		handled++
+	}
+	if handled == len(evs) {
+		seen = after
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -324,7 +340,7 @@ func runEndedSince(seen Seen, j Job, phase int) bool {
 func ownRuns(rs []Run, name string, placeholders bool) []Run {
 	var own []Run
 	for _, r := range rs {
-		if r.Name == name || placeholders && r.Partition == "" {
+		if r.Name == name || placeholders && placeholder(r) {
 			own = append(own, r)
 		}
 	}
@@ -334,7 +350,7 @@ func ownRuns(rs []Run, name string, placeholders bool) []Run {
 // advance compares a tracked job with what Slurm says now and returns the events
 // between. queued says squeue listed j; other is the job squeue lists under the
 // tracked job's id when that is another job; accounted says sacct answered with rs.
-func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, accounted bool, now time.Time) []Event {
+func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, accounted bool, now time.Time) ([]Event, Seen) {
 	seen := t.Seen
 	var evs []Event
 	emit := func(e Event) {
@@ -352,7 +368,7 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 		emit(Event{Kind: EventVanished, Final: true, Reason: seen.Reason,
 			Message: fmt.Sprintf("Slurm job %s is no longer %s, which Gantry submitted: Slurm gives that id to another job, %q of user %s (Slurm's job ids restarted, or someone renamed the job) and has no record of Gantry's",
 				t.SlurmID, f.nameOf(t), printable(other.Name), orNobody(other.User))})
-		return evs
+		return evs, seen
 	}
 	if !queued && len(rs) == 0 {
 		if seen.Missing.IsZero() {
@@ -360,24 +376,43 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 		}
 		if now.Sub(seen.Missing) < f.cfg.LostAfter {
 			if seen.Reason == reasonMissing {
-				return nil
+				return nil, seen
 			}
 			seen.Reason = reasonMissing
 			emit(Event{Kind: EventUnreadable, State: seen.State, Reason: reasonMissing,
 				Message: fmt.Sprintf("Slurm job %s is not in squeue or sacct; waiting for Slurm's accounting", t.SlurmID)})
-			return evs
+			return evs, seen
 		}
 		seen.State, seen.Reason = "", "unknown to Slurm"
 		emit(Event{Kind: EventVanished, Final: true, Reason: seen.Reason,
 			Message: fmt.Sprintf("Slurm job %s is unknown to Slurm: in neither squeue nor sacct for %s", t.SlurmID, f.cfg.LostAfter)})
-		return evs
-	}
-	if !queued && rs[len(rs)-1].Partition == "" {
-		// The job left squeue and its last record is a placeholder: whose run it is, and
-		// how it went, show once slurmdbd fills in its name. Until then nothing is known.
-		return nil
+		return evs, seen
 	}
 	seen.Missing = time.Time{}
+	if queued || !slices.ContainsFunc(rs, placeholder) {
+		seen.Nameless = time.Time{}
+	} else {
+		if seen.Nameless.IsZero() {
+			seen.Nameless = now
+		}
+		if now.Sub(seen.Nameless) >= f.cfg.LostAfter {
+			// slurmdbd did not fill the placeholder in: it is not coming. What is known
+			// is what the named records say, if any.
+			last := rs[len(rs)-1]
+			if rs = slices.DeleteFunc(rs, placeholder); len(rs) == 0 {
+				seen.State, seen.Reason, seen.Nameless = "", reasonNameless, time.Time{}
+				emit(Event{Kind: EventVanished, Final: true, Reason: seen.Reason,
+					Message: fmt.Sprintf("Slurm job %s left squeue, and slurmdbd has only a nameless placeholder record of it (state %s), unfilled for %s: Gantry cannot tell whether that run was its own, nor how it went",
+						t.SlurmID, orNone(last.State), f.cfg.LostAfter)})
+				return evs, seen
+			}
+		}
+	}
+	if !queued && placeholder(rs[len(rs)-1]) {
+		// The job left squeue and its last record is a placeholder: whose run it is, and
+		// how it went, show once slurmdbd fills in its name (or LostAfter passes).
+		return nil, seen
+	}
 
 	// The current state: squeue's, or for a job that left squeue, its last run's.
 	state, reason := j.State, j.Reason
@@ -389,7 +424,7 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 	// Runs that ended since the last poll, from sacct.
 	ended := endedRuns(rs, phase)
 	if accounted && len(ended) <= seen.Runs && (phase == phaseDone || queued && runEndedSince(seen, j, phase)) {
-		return nil // a run ended but sacct has not caught up: wait for it
+		return nil, seen // a run ended but sacct has not caught up: wait for it
 	}
 	for i := seen.Runs; i < len(ended); i++ {
 		r := ended[i]
@@ -405,7 +440,7 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 		emit(Event{Kind: EventRunEnded, Run: i + 1, State: r.State, Record: &ended[i], Final: final, Message: endedMessage(t.SlurmID, i+1, r, final)})
 	}
 	if phase == phaseDone {
-		return evs
+		return evs, seen
 	}
 
 	switch {
@@ -423,7 +458,7 @@ func (f *Follower) advance(t Tracked, j Job, queued bool, other *Job, rs []Run, 
 		}
 		emit(Event{Kind: kind, State: state, Reason: reason, Message: pendingMessage(t.SlurmID, seen.Runs, reason)})
 	}
-	return evs
+	return evs, seen
 }
 
 // endedRuns are the runs of a job that are over: all but a pending or running last one.
@@ -434,7 +469,7 @@ func endedRuns(rs []Run, phase int) []Run {
 	}
 	out := rs[:n]
 	for i := range out {
-		if !runOver(out[i]) || out[i].Partition == "" {
+		if !runOver(out[i]) || placeholder(out[i]) {
 			// sacct lags behind: take what is settled. A run without a partition is the
 			// placeholder slurmdbd makes (named "allocation") when a step's record
 			// arrives before the job's own: its name, partition and QOS are still missing.
@@ -443,6 +478,9 @@ func endedRuns(rs []Run, phase int) []Run {
 	}
 	return out
 }
+
+// placeholder says whether a record is slurmdbd's nameless placeholder (see endedRuns).
+func placeholder(r Run) bool { return r.Partition == "" }
 
 // runOver says whether a run's record is settled: it ended, or an admin requeued it
 // (scontrol requeue, requeuehold), which sacct keeps as REQUEUED on the run, making
@@ -469,6 +507,9 @@ const reasonRequeueHeld = "job requeued in held state"
 
 // reasonMissing is the Seen.Reason of a job found nowhere, until LostAfter.
 const reasonMissing = "not in squeue or sacct"
+
+// reasonNameless is the Seen.Reason of a job whose only record stayed a placeholder.
+const reasonNameless = "its accounting never named it"
 
 // reasonReused is the Seen.Reason of a job whose Slurm id Slurm gave to another job.
 const reasonReused = "its Slurm job id is another job's"

@@ -466,6 +466,102 @@ func TestFollowPlaceholderUnderATrackedID(t *testing.T) {
 	}
 }
 
+// A placeholder that slurmdbd never fills in is waited for as long as a job found
+// nowhere: then the job is lost, or, when named records of it remain, it ends as they
+// say without the nameless run.
+func TestFollowPlaceholderThatNeverFillsIn(t *testing.T) {
+	placeholder := func(state, submit, start, end string, elapsed int) string {
+		f := strings.Split(acct("11", state, submit, start, end, elapsed), sep)
+		f[1], f[9], f[10] = "allocation", "", ""
+		return strings.Join(f, sep)
+	}
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{placeholder("COMPLETED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:09", 4)}
+	})
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a placeholder: got %s, want nothing while slurmdbd may fill it in", got)
+	}
+	fx.clock = fx.clock.Add(56 * time.Second)
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a placeholder for 58s of the 1m LostAfter: got %s", got)
+	}
+	got, evs := fx.poll(t)
+	want := "Slurm job 11 left squeue, and slurmdbd has only a nameless placeholder record of it (state COMPLETED), unfilled for 1m0s: Gantry cannot tell whether that run was its own, nor how it went"
+	if got != "vanished" || !evs[0].Final || evs[0].Reason != "its accounting never named it" || evs[0].Record != nil || evs[0].Message != want {
+		t.Fatalf("a placeholder for the whole LostAfter: got %s %+v", got, evs)
+	}
+	if got, _ := fx.poll(t); got != "" {
+		t.Errorf("a vanished job is no longer followed: got %s", got)
+	}
+
+	// The wait starts again once the job is back in squeue.
+	fx = newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{placeholder("PENDING", "2026-11-30T10:00:00", "Unknown", "Unknown", 0)}
+	})
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a placeholder: got %s", got)
+	}
+	fx.clock = fx.clock.Add(50 * time.Second)
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "PENDING", "Priority", "N/A")} })
+	if got, _ := fx.poll(t); got != "pending(1)" {
+		t.Fatalf("back in squeue: got %s", got)
+	}
+	fx.c.set(func(c *cluster) { c.squeue = nil })
+	fx.clock = fx.clock.Add(50 * time.Second)
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a placeholder again, 50s after the first wait ended: got %s, want a new wait", got)
+	}
+
+	// Preempted, requeued, and done: the preempted run's record stayed nameless. The
+	// job ends as its final record says once the wait is over.
+	fx = newFollowFixture(t)
+	fx.c.set(func(c *cluster) {
+		c.sacct = []string{
+			placeholder("PREEMPTED", "2026-11-30T10:00:00", "2026-11-30T10:00:05", "2026-11-30T10:00:20", 15),
+			acct("11", "FAILED", "2026-11-30T10:00:20", "2026-11-30T10:00:30", "2026-11-30T10:00:40", 10),
+		}
+	})
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("a nameless run before the last: got %s, want nothing while slurmdbd may fill it in", got)
+	}
+	fx.clock = fx.clock.Add(time.Minute)
+	if got, evs := fx.poll(t); got != "started(1) run-ended(1 FAILED final=true)" || evs[1].Record.Elapsed != 10*time.Second {
+		t.Fatalf("the nameless run left out: got %s %+v", got, evs)
+	}
+}
+
+// A running job missing from squeue and sacct for a while, then back, is not lost at
+// once the next time it goes missing: its wait starts again.
+func TestFollowMissingAgainWaitsAgain(t *testing.T) {
+	fx := newFollowFixture(t)
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
+	if got, _ := fx.poll(t); got != "started(1)" {
+		t.Fatalf("got %s", got)
+	}
+	fx.c.set(func(c *cluster) { c.squeue = nil })
+	if got, _ := fx.poll(t); got != "unreadable" {
+		t.Fatalf("missing: got %s", got)
+	}
+	fx.c.set(func(c *cluster) { c.squeue = []string{sq("11", "RUNNING", "None", "2026-11-30T10:00:05")} })
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("back, unchanged: got %s", got)
+	}
+	fx.clock = fx.clock.Add(time.Minute)
+	fx.c.set(func(c *cluster) { c.squeue = nil })
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("missing again, a minute after it first was: got %s, want a new wait (its note still stands)", got)
+	}
+	fx.clock = fx.clock.Add(56 * time.Second)
+	if got, _ := fx.poll(t); got != "" {
+		t.Fatalf("missing again for 58s: got %s", got)
+	}
+	if got, _ := fx.poll(t); got != "vanished" {
+		t.Errorf("missing again for the whole LostAfter: got %s", got)
+	}
+}
+
 func foreignNames(f *Follower) map[string]string {
 	names := map[string]string{}
 	for _, j := range f.Foreign() {
