@@ -131,3 +131,14 @@ func (r *RoundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *RoundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 
 func (r *RoundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// ReadRow scans the first row of query into dest as the reads of every request do
+// (readRows: on PostgreSQL, from pgx's wire values).
+func (s *Store) ReadRow(ctx context.Context, query string, dest ...any) error {
+	return s.readRows(ctx, read{query: query, scan: func(rows rowScanner) error {
+		if !rows.Next() {
+			return ErrNotFound
+		}
+		return rows.Scan(dest...)
+	}})
+}

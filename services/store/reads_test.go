@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -104,11 +106,76 @@ func TestJobsPageReadsInOneRoundTrip(t *testing.T) {
 		if !slices.Equal(names, []string{"asr", "detect"}) {
 			t.Errorf("names = %v, want asr, detect", names)
 		}
+		// A text repeated in one round trip is read into one string.
+		if len(jobs) == 2 && len(names) == 2 && (unsafe.StringData(jobs[0].ProjectName) != unsafe.StringData(jobs[1].ProjectName) ||
+			unsafe.StringData(jobs[0].ProjectName) != unsafe.StringData(names[1])) {
+			t.Error("the project's name was read into several strings")
+		}
 		if n := trips.Count() - before; i == 1 && n != 1 {
 			t.Errorf("the page's rows and names took %d round trips, want 1", n)
 		}
 	}
 	if _, _, err := s.ListedJobsAndProjectNames(ctx, store.JobFilter{}); err == nil {
 		t.Error("a page that names no columns was read")
+	}
+}
+
+// On PostgreSQL the request reads decode pgx's wire values themselves: each value
+// reads as database/sql and pgx read it, NULLs included, and a column or field they
+// do not decode goes to pgx.
+func TestRequestReadsScanAsPgx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := storetest.Backends()[1].Config(t)
+	s := storetest.Open(t, cfg)
+	type row struct {
+		text, empty, numeric string
+		nullText, someText   sql.NullString
+		big, negative        int64
+		integer, small       int
+		yes, no              bool
+		at                   time.Time
+		noTime, someTime     *time.Time
+		noInt, someInt       *int
+		noBig, someBig       *int64
+	}
+	fields := func(r *row) []any {
+		return []any{&r.text, &r.empty, &r.numeric, &r.nullText, &r.someText, &r.big, &r.negative, &r.integer, &r.small,
+			&r.yes, &r.no, &r.at, &r.noTime, &r.someTime, &r.noInt, &r.someInt, &r.noBig, &r.someBig}
+	}
+	const q = `SELECT 'détecté'::text, ''::text, 1.50::numeric, NULL::text, 'x'::varchar, 9007199254740993::bigint,
+		-42::bigint, 2147483647::integer, (-7)::smallint, true, false, '2026-03-02 09:00:00.123456+00'::timestamptz,
+		NULL::timestamptz, '1999-12-31 23:59:59.999999+00'::timestamptz, NULL::integer, 3::integer, NULL::bigint, 5::bigint`
+	var got, want row
+	if err := s.ReadRow(ctx, q, fields(&got)...); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storetest.SQL(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, q).Scan(fields(&want)...); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read\n %+v\nwant (database/sql)\n %+v", got, want)
+	}
+	if got.text != "détecté" || got.numeric != "1.50" || got.nullText.Valid || got.someText.String != "x" || got.small != -7 ||
+		got.someTime == nil || !got.someTime.Equal(time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC)) || got.noInt != nil || *got.someBig != 5 {
+		t.Errorf("read %+v", got)
+	}
+	var at time.Time
+	var s2 string
+	for _, c := range []struct {
+		query string
+		dest  any
+	}{
+		{"SELECT 'infinity'::timestamptz", &at},
+		{"SELECT NULL::text", &s2},
+	} {
+		if err := s.ReadRow(ctx, c.query, c.dest); err == nil {
+			t.Errorf("%s read into %T without an error", c.query, c.dest)
+		}
 	}
 }
