@@ -61,7 +61,7 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 			d.StateChanged = true
 			c.Header("HX-Trigger", liveTrigger(j.State))
 		}
-		render(c, http.StatusOK, templates.JobLive(p, d))
+		render(c, http.StatusOK, templates.JobLiveAnswer(p, d))
 		return
 	}
 	d.Notice = c.Query("notice")
@@ -128,6 +128,9 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 		d.Events = append(d.Events, templates.JobEventRow{At: e.CreatedAt.UTC().Format(pageTime), From: e.FromState, To: e.ToState,
 			Reason: e.Reason, Message: e.Message, Actor: e.Actor, Attempt: e.Attempt})
 	}
+	if j.State == models.JobFailed {
+		d.Job.Failure = failure(j, events)
+	}
 	if d.Allocations, err = h.allocationRows(ctx, j.ID); err != nil {
 		return d, err
 	}
@@ -138,6 +141,17 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 		d.Attempts = append(d.Attempts, n)
 	}
 	return d, nil
+}
+
+// failure says why a failed job failed: the message of the event that failed it (what
+// exited with which code, which limit it ran past), else the reason of its state.
+func failure(j *models.Job, events []models.JobEvent) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if e := events[i]; e.ToState == models.JobFailed && e.Message != "" {
+			return e.Message
+		}
+	}
+	return j.StateReason
 }
 
 // jobSummary words the job for its page.

@@ -288,3 +288,46 @@ func TestJobPageHoldsARunningJob(t *testing.T) {
 		}
 	})
 }
+
+// A failed job's page says why it failed, in the words of the event that failed it,
+// and where to look and what to do next; a job that has not failed has no such part.
+func TestJobPageSaysWhyItFailed(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		f := jobForm(s.csrf(ada, "/jobs/new"))
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		page := "/jobs/" + m[1]
+		node := s.join("gpu-a", "2xA100-80GB")
+		for attempt := 1; attempt <= 3; attempt++ { // jobForm allows 2 retries
+			s.disp.Tick(ctx)
+			leases, err := s.disp.Leases(ctx, node, "", 0)
+			if err != nil || len(leases.Allocations) != 1 {
+				t.Fatalf("attempt %d: leases = %+v, %v", attempt, leases, err)
+			}
+			ref := leases.Allocations[0].AttemptRef
+			if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+				t.Fatal(err)
+			}
+			if _, body := s.send(ada, "GET", page, "", nil); strings.Contains(body, `data-testid="failed"`) {
+				t.Fatalf("attempt %d running: the page says why it failed", attempt)
+			}
+			code := 3
+			if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &code}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, body := s.send(ada, "GET", page, "", nil)
+		for _, want := range []string{`data-testid="failed"`, "Why it failed", "<p>Attempt 3 exited with code 3; all 2 retries used.</p>", "Its last output is in the logs below", "Re-run"} {
+			if res.StatusCode != 200 || !strings.Contains(body, want) {
+				t.Errorf("the page of a failed job (%d) lacks %q", res.StatusCode, want)
+			}
+		}
+	})
+}

@@ -51,3 +51,14 @@
   tick();
   setInterval(tick, 1000);
 })();
+
+// Folds the page's secondary sections (timeline, what it runs, telemetry) on a narrow
+// screen, so that a phone shows the job's state, placement and logs without a long
+// scroll. The page comes with them open, for wide screens and browsers without scripts;
+// this runs right after them, before the first paint. Refreshes swap what is inside the
+// folds, never the folds, so each stays as the user left it.
+(function () {
+  "use strict";
+  if (!matchMedia("(max-width: 40rem)").matches) { return; }
+  document.querySelectorAll("details.fold").forEach(function (d) { d.open = false; });
+})();
