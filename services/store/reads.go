@@ -71,7 +71,15 @@ func (s *Store) readNative(ctx context.Context, reads []read) error {
 	defer conn.Close()
 	return conn.Raw(func(driverConn any) error {
 		c := driverConn.(*stdlib.Conn).Conn()
-		rows := &pgRows{types: c.TypeMap()}
+		texts, _ := s.texts.Get().(*textTable)
+		if texts == nil {
+			texts = new(textTable)
+		}
+		defer func() {
+			texts.reset()
+			s.texts.Put(texts)
+		}()
+		rows := &pgRows{types: c.TypeMap(), texts: texts}
 		if len(reads) == 1 {
 			res, err := c.Query(ctx, reads[0].query, reads[0].args...)
 			if err != nil {
@@ -112,15 +120,14 @@ func (s *Store) scanNative(rows *pgRows, res pgx.Rows, r read) error {
 // decoded here: pgx plans each column's scan anew for every result (a dozen
 // allocations for a row of a few columns, at every request) and gives every text
 // value its own string. A text repeated across the round trip's rows (a job's
-// project, user, image and state; the project names read with them) is mostly one
-// string: a page of 26 jobs and 20 project names had ~180 texts, ~60 distinct.
+// project, user, image and state; the project names read with them) is one string:
+// a page of 26 jobs and 20 project names has ~180 texts, ~60 distinct.
 // Any other column or field goes to pgx's own scan.
 type pgRows struct {
 	pgx.Rows
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
-	// texts are strings read before in the round trip (see text).
-	texts [64]string
+	texts  *textTable
 }
 
 func (r *pgRows) Scan(dest ...any) error {
@@ -143,12 +150,12 @@ func (r *pgRows) scanValue(fd pgconn.FieldDescription, src []byte, dest any) err
 	switch d := dest.(type) {
 	case *string:
 		if isText && src != nil {
-			*d = r.text(src)
+			*d = r.texts.text(src)
 			return nil
 		}
 	case *sql.NullString:
 		if isText {
-			*d = sql.NullString{String: r.text(src), Valid: src != nil}
+			*d = sql.NullString{String: r.texts.text(src), Valid: src != nil}
 			return nil
 		}
 	case *int64:
@@ -203,10 +210,25 @@ func (r *pgRows) scanValue(fd pgconn.FieldDescription, src []byte, dest any) err
 	return r.types.Scan(fd.DataTypeOID, fd.Format, src, dest)
 }
 
-// text is src as a string: the string read last of the same slot of texts when that
-// is equal. A slot is picked by a hash (FNV-1a) of the bytes; texts longer than
-// internedText get their own string.
-func (r *pgRows) text(src []byte) string {
+// textTable holds the strings of a round trip's texts, found by a hash (FNV-1a) of
+// their bytes with open addressing. Tables are reused (Store.texts) and cleared
+// before they go back, so that they hold no string of a request that ended.
+type textTable struct {
+	slots [128]string
+	n     int
+}
+
+// internedText is the longest text looked for among those read before: names, states
+// and image references are shorter; a reason or a message seldom repeats.
+// internedTexts is how many a table takes, three quarters of its slots, so that a
+// search always ends at an empty one.
+const (
+	internedText  = 64
+	internedTexts = 96
+)
+
+// text is src as a string: the string read before when one was equal.
+func (t *textTable) text(src []byte) string {
 	if len(src) == 0 || len(src) > internedText {
 		return string(src)
 	}
@@ -214,16 +236,28 @@ func (r *pgRows) text(src []byte) string {
 	for _, c := range src {
 		h = (h ^ uint32(c)) * 16777619
 	}
-	slot := &r.texts[h%uint32(len(r.texts))]
-	if *slot != string(src) {
+	for i := h; ; i++ {
+		slot := &t.slots[i%uint32(len(t.slots))]
+		switch {
+		case *slot == string(src):
+			return *slot
+		case *slot != "":
+			continue
+		case t.n == internedTexts:
+			return string(src)
+		}
 		*slot = string(src)
+		t.n++
+		return *slot
 	}
-	return *slot
 }
 
-// internedText is the longest text pgRows looks for among those read before: names,
-// states and image references are shorter; a reason or a message seldom repeats.
-const internedText = 64
+func (t *textTable) reset() {
+	if t.n > 0 {
+		clear(t.slots[:])
+		t.n = 0
+	}
+}
 
 // binaryInt decodes an integer column sent in binary (big-endian); ok is false for
 // anything else, and for NULL.

@@ -50,6 +50,8 @@ type Store struct {
 	// pg is PostgreSQL's pool outside a transaction, for readRows; nil on SQLite and
 	// inside InTx.
 	pg *sql.DB
+	// texts are readNative's tables of a round trip's strings, for reuse.
+	texts *sync.Pool
 	// sqlTexts keeps the SQL of unfiltered lists (listedJobsSQL) and of sign-ins
 	// (signInSQL), by what each depends on; shared with the Stores of InTx.
 	sqlTexts *sync.Map
@@ -100,7 +102,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 		}
 		sqlDB.SetMaxOpenConns(conns)
 		sqlDB.SetMaxIdleConns(conns)
-		s := &Store{db: db, reads: db, pg: sqlDB, sqlTexts: &sync.Map{}, dialect: migrations.Postgres}
+		s := &Store{db: db, reads: db, pg: sqlDB, texts: &sync.Pool{}, sqlTexts: &sync.Map{}, dialect: migrations.Postgres}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
