@@ -42,7 +42,12 @@ func (s *Service) Report(ctx context.Context, node *models.Node, r agentapi.Repo
 		if err != nil {
 			return err
 		}
-		touched, err = s.settle(ctx, tx, job.ID, a.Attempt, exitDetail(r))
+		// The agent's words may quote the job's environment (a container runtime's error).
+		detail, err := maskedText(ctx, tx, job.ID, exitDetail(r))
+		if err != nil {
+			return err
+		}
+		touched, err = s.settle(ctx, tx, job.ID, a.Attempt, detail)
 		return err
 	})
 	if err != nil {

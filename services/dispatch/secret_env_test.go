@@ -122,3 +122,64 @@ func TestSecretSplitBetweenChunksIsMasked(t *testing.T) {
 		}
 	})
 }
+
+// A node agent's words on how an attempt ended (a container runtime's error quoting
+// the job's environment) are stored with the job's secret values masked, as written,
+// as Go quotes them, and where the agent cut the text short inside one: in the job's
+// events and in the audit event of its end, for every retry.
+func TestSecretsInAgentMessagesAreMasked(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		n := e.join("gpu-1", "1xA100-80GB")
+		j := e.submit("train", 1, func(j *models.Job) { j.MaxRetries = 1 })
+		secrets := map[string]string{"HF_TOKEN": "hf_agentsecret-41", "DB_PASSWORD": `pw"agent-42`}
+		if err := st.SetJobSecretEnv(e.ctx, j.ID, secrets); err != nil {
+			t.Fatal(err)
+		}
+		says := `the container runtime could not run the job: invalid env HF_TOKEN=hf_agentsecret-41, "DB_PASSWORD=pw\"agent-42" and HF_TOKEN=hf_agent…`
+		for attempt := 1; attempt <= 2; attempt++ {
+			e.svc.Tick(e.ctx)
+			ref := agentapi.AttemptRef{JobID: j.ID, Attempt: attempt}
+			e.mustReport(n, ref, agentapi.EventStarted, nil)
+			if err := e.svc.Report(e.ctx, n.Node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: code(125), Message: says}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.wantState(j.ID, models.JobFailed)
+		masked := `(the container runtime could not run the job: invalid env HF_TOKEN=********, "DB_PASSWORD=********" and HF_TOKEN=********…)`
+		evs, err := st.JobEvents(e.ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []string
+		for _, ev := range evs {
+			msgs = append(msgs, ev.Message)
+		}
+		audits, err := st.AuditEventsAfter(e.ctx, store.AuditFilter{}, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var details []string
+		for _, a := range audits {
+			if a.Action == "job.requeued" || a.Action == "job.failed" {
+				details = append(details, a.Detail)
+			}
+		}
+		for what, texts := range map[string][]string{"events": msgs, "audit details": details} {
+			joined := strings.Join(texts, "|")
+			if strings.Contains(joined, "agentsecret") || strings.Contains(joined, "agent-42") || strings.Contains(joined, "hf_agent…") {
+				t.Errorf("%s show a secret value: %s", what, joined)
+			}
+		}
+		joined := strings.Join(msgs, "|")
+		for _, want := range []string{"attempt 1 exited with code 125 " + masked + "; retry 1 of 1", "attempt 2 exited with code 125 " + masked + "; all 1 retries used"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("events lack %q: %v", want, msgs)
+			}
+		}
+		if len(details) != 2 || !strings.Contains(details[1], "HF_TOKEN=********") {
+			t.Errorf("audit details of the ends: %v", details)
+		}
+	})
+}

@@ -47,14 +47,19 @@ func (p *SlurmPools) submitAttempt(ctx context.Context, sp *slurmPool, a models.
 	if err == nil {
 		id, err = sp.b.Submit(ctx, spec)
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		return p.recordSubmission(ctx, sp, job, id)
-	case slurm.Transient(err):
-		msg := fmt.Sprintf("attempt %d waits to be submitted to Slurm partition %s, which does not answer (retrying): %v", a.Attempt, sp.b.Config().Partition, err)
+	}
+	// Slurm's words may quote the batch script, which exports the job's secrets.
+	why, merr := maskedText(ctx, p.svc.store, job.ID, err.Error())
+	if merr != nil {
+		return merr
+	}
+	if slurm.Transient(err) {
+		msg := fmt.Sprintf("attempt %d waits to be submitted to Slurm partition %s, which does not answer (retrying): %s", a.Attempt, sp.b.Config().Partition, why)
 		return p.note(ctx, job, "slurm-unreachable", msg)
 	}
-	return p.reject(ctx, sp, job, err)
+	return p.reject(ctx, sp, job, err, why)
 }
 
 // releaseHeld runs an attempt as the job's Slurm job that Gantry held in Slurm's
@@ -183,10 +188,11 @@ func (p *SlurmPools) recordSubmission(ctx context.Context, sp *slurmPool, job *m
 	return nil
 }
 
-// reject fails a job that Slurm refused, or that a Slurm pool cannot run, with why.
-func (p *SlurmPools) reject(ctx context.Context, sp *slurmPool, job *models.Job, cause error) error {
+// reject fails a job that Slurm refused, or that a Slurm pool cannot run, with why:
+// cause's text with the job's secret values masked.
+func (p *SlurmPools) reject(ctx context.Context, sp *slurmPool, job *models.Job, cause error, why string) error {
 	var fe *models.FieldError
-	msg := fmt.Sprintf("attempt %d cannot run on Slurm partition %s: %v", job.Attempt, sp.b.Config().Partition, cause)
+	msg := fmt.Sprintf("attempt %d cannot run on Slurm partition %s: %s", job.Attempt, sp.b.Config().Partition, why)
 	if errors.As(cause, &fe) {
 		msg = fmt.Sprintf("attempt %d cannot run on Slurm partition %s: %s %s", job.Attempt, sp.b.Config().Partition, fe.Field, fe.Message)
 	}
@@ -199,7 +205,7 @@ func (p *SlurmPools) reject(ctx context.Context, sp *slurmPool, job *models.Job,
 			return err
 		}
 		return p.svc.audit.In(tx).Append(audit.WithActor(ctx, audit.System()), audit.Entry{Action: "job.slurm_rejected", ObjectType: "job",
-			ObjectID: strconv.FormatInt(job.ID, 10), ProjectID: &job.ProjectID, Detail: map[string]string{"pool": sp.pool.Name, "reason": cause.Error()}})
+			ObjectID: strconv.FormatInt(job.ID, 10), ProjectID: &job.ProjectID, Detail: map[string]string{"pool": sp.pool.Name, "reason": why}})
 	})
 	if errors.Is(err, store.ErrStale) {
 		return nil // the job moved on meanwhile

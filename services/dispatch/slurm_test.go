@@ -966,6 +966,73 @@ func TestSlurmBadAnswersAndRefusals(t *testing.T) {
 	})
 }
 
+// quotingSbatch stands for a site's Slurm whose sbatch quotes the batch script back
+// (a job_submit plugin's refusal, a wrapper's odd answer): the first sbatch answers
+// with the script's line that exports HF_TOKEN as its output, every later one refuses
+// the job quoting that line. Nothing is submitted.
+type quotingSbatch struct {
+	slurm.Runner
+	calls int
+}
+
+func (q *quotingSbatch) Run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {
+	if name != "sbatch" {
+		return q.Runner.Run(ctx, name, args, stdin)
+	}
+	line := ""
+	for _, l := range strings.Split(string(stdin), "\n") {
+		if strings.HasPrefix(l, "export HF_TOKEN=") {
+			line = l
+		}
+	}
+	q.calls++
+	if q.calls == 1 {
+		return []byte(line + "\n"), nil
+	}
+	return nil, &slurm.CommandError{Name: "sbatch", ExitCode: 1, Stderr: "sbatch: error: Batch job submission failed: site policy refuses " + line + "\n"}
+}
+
+// Slurm's words on a submission that quote the batch script, which exports the job's
+// secrets, are stored with their values masked: the answer it cannot read (the job
+// waits, saying why) and the refusal (the job fails with it, audited).
+func TestSlurmWordsOnASubmissionAreMasked(t *testing.T) {
+	quote := func(c *dispatch.SlurmConfig) {
+		exec := c.Runner
+		c.Runner = func(cfg slurm.Config) slurm.Runner { return &quotingSbatch{Runner: exec(cfg)} }
+	}
+	eachSlurm(t, quote, func(t *testing.T, s *slurmEnv) {
+		const secret = "hf_sbatch-secret-71"
+		j := s.submit("quoted", 1, func(j *models.Job) { j.Command = `["true"]` })
+		if err := s.st.SetJobSecretEnv(s.ctx, j.ID, map[string]string{"HF_TOKEN": secret}); err != nil {
+			t.Fatal(err)
+		}
+		s.until("the unreadable answer to show on the job", func() bool {
+			return strings.Contains(s.job(j.ID).PendingReason, "cannot parse sbatch output")
+		})
+		wantContains(t, "the waiting job's reason", s.job(j.ID).PendingReason, `cannot parse sbatch output "export HF_TOKEN='********'"`)
+		done := s.untilState(j.ID, models.JobFailed)
+		events := s.eventsOf(j.ID)
+		wantContains(t, "the refused job's events", events, "[slurm-unreachable]", "[slurm-rejected] attempt 1 cannot run on Slurm partition gpu",
+			"rejected by Slurm: site policy refuses export HF_TOKEN='********'")
+		audits, err := s.st.AuditEventsAfter(s.ctx, store.AuditFilter{}, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail string
+		for _, a := range audits {
+			if a.Action == "job.slurm_rejected" && a.ObjectID == strconv.FormatInt(j.ID, 10) {
+				detail = a.Detail
+			}
+		}
+		wantContains(t, "the job.slurm_rejected audit detail", detail, "site policy refuses export HF_TOKEN='********'")
+		for what, text := range map[string]string{"events": events, "audit detail": detail, "state reason": done.StateReason, "pending reason": done.PendingReason} {
+			if strings.Contains(text, "sbatch-secret") {
+				t.Errorf("the secret value is in the %s: %s", what, text)
+			}
+		}
+	})
+}
+
 // A job submitted to the partition outside Gantry shows as such (read-only, with its
 // nodes and GPUs), counts in utilisation, and holds its GPUs in the scheduler's
 // view: a Gantry job needing them waits in Gantry's queue, in Gantry's order, and
