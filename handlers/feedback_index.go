@@ -97,9 +97,10 @@ func (h *Handler) feedbackRows(c *gin.Context, items []models.FeedbackItem, me i
 	return rows, nil
 }
 
-// safeReferrerPath is the portal page the user came from, kept only if it is a local path.
+// safeReferrerPath is the portal page the user came from, by its path alone, kept only if
+// it is a local path.
 func safeReferrerPath(c *gin.Context) string {
-	if p := c.Query("page"); localPage(p) {
+	if p := feedback.PagePath(c.Query("page")); localPage(p) {
 		return p
 	}
 	return ""
@@ -114,9 +115,9 @@ func localPage(p string) bool {
 	return p == "/" || len(p) > 1 && p[0] == '/' && p[1] != '/' && p[1] != '\\' && len(p) <= maxFeedbackPage
 }
 
-// feedbackPage is the page a Feedback button files about: this one's path and query on
-// a GET; on a form shown again after a POST, the page that form was on (the Referer, when
-// it is this portal's). A query too long to keep is dropped, the path kept.
+// feedbackPage is the page a Feedback button files about, by its path alone (a query can
+// hold filters, names or tokens; feedback.PagePath): this one's on a GET; on a form shown
+// again after a POST, the page that form was on (the Referer, when it is this portal's).
 func feedbackPage(c *gin.Context) string {
 	u := c.Request.URL
 	if c.Request.Method != http.MethodGet {
@@ -126,10 +127,8 @@ func feedbackPage(c *gin.Context) string {
 		}
 		u = ref
 	}
-	for _, p := range []string{u.RequestURI(), u.EscapedPath()} {
-		if localPage(p) {
-			return p
-		}
+	if p := u.EscapedPath(); localPage(p) {
+		return p
 	}
 	return ""
 }

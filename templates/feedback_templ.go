@@ -1088,7 +1088,7 @@ func FeedbackItem(p Page, d FeedbackItemData) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "</a> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "</a> (the page's path only) ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -39,7 +39,8 @@ func feedbackJob(t *testing.T, st *store.Store) *models.Job {
 }
 
 // Every page an admin reaches by following the portal's links has the Feedback button,
-// and it files about that very page: its path and query, and on a job's pages the job.
+// and it files about that very page: its path, never its query (which can hold filters,
+// names or tokens), and on a job's pages the job.
 // The board and its items have their own form instead.
 func TestFeedbackButtonOnEveryPage(t *testing.T) {
 	t.Parallel()
@@ -89,8 +90,9 @@ func TestFeedbackButtonOnEveryPage(t *testing.T) {
 			t.Errorf("%s has no Feedback button", p)
 			continue
 		}
-		if m := buttonPage.FindStringSubmatch(button); m == nil || html.UnescapeString(m[1]) != p {
-			t.Errorf("the Feedback button of %s files about page %v", p, m)
+		path, _, _ := strings.Cut(p, "?")
+		if m := buttonPage.FindStringSubmatch(button); m == nil || html.UnescapeString(m[1]) != path {
+			t.Errorf("the Feedback button of %s files about page %v, want %s", p, m, path)
 		}
 		m := buttonJob.FindStringSubmatch(button)
 		switch {
@@ -121,8 +123,8 @@ func TestFeedbackButtonOnEveryPage(t *testing.T) {
 	if res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a bad team name = %d, want 400", res.StatusCode)
 	}
-	if m := buttonPage.FindStringSubmatch(feedbackButton.FindString(body)); m == nil || html.UnescapeString(m[1]) != "/admin/teams?from=home" {
-		t.Errorf("after the refused POST the Feedback button files about %v, want /admin/teams?from=home", m)
+	if m := buttonPage.FindStringSubmatch(feedbackButton.FindString(body)); m == nil || html.UnescapeString(m[1]) != "/admin/teams" {
+		t.Errorf("after the refused POST the Feedback button files about %v, want /admin/teams", m)
 	}
 	res, body = s.send(admin, "POST", "/admin/teams", url.Values{"csrf_token": {token}, "name": {"Bad Name!"}}.Encode(),
 		map[string]string{"Referer": "https://elsewhere.example/admin/teams"})
@@ -231,5 +233,50 @@ func TestFeedbackNavLinkCarriesThePage(t *testing.T) {
 	}
 	if it := items[0]; it.Page != jobPath || it.JobID == nil || *it.JobID != job.ID {
 		t.Fatalf("stored page %q job %v, want %s and job %d", it.Page, it.JobID, jobPath, job.ID)
+	}
+}
+
+// Feedback keeps the page it is about by its path alone, whatever the form sends: a
+// query (filters, names, a token pasted into a link) or fragment is dropped where the
+// board's form is drawn and where the item is stored, also one too long to keep; the
+// item's page and the board's export show the path, saying so.
+func TestFeedbackKeepsOnlyThePagePath(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ada, _ := s.member("ada")
+	admin := s.signIn("admin", s.password)
+	const token = "gat_pasted-token-57"
+
+	_, board := s.send(ada, "GET", "/feedback?page="+url.QueryEscape("/jobs/5?user=ada&token="+token), "", nil)
+	if m := buttonPage.FindStringSubmatch(board); m == nil || m[1] != "/jobs/5" || strings.Contains(board, token) {
+		t.Errorf("the board opened about a page with a query files about %v, want /jobs/5", m)
+	}
+	for _, c := range []struct{ sent, want string }{
+		{"/jobs?user=ada&token=" + token + "#row-3", "/jobs"},
+		{"/cost#" + token, "/cost"},
+		{"/images?q=" + strings.Repeat("x", 600), "/images"},
+	} {
+		form := url.Values{"csrf_token": {s.csrf(ada, "/feedback")}, "category": {"bug"}, "title": {"Filters reset"}, "page": {c.sent}}
+		res, _ := s.send(ada, "POST", "/feedback", form.Encode(), nil)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("filing about %.40s… = %d, want 303", c.sent, res.StatusCode)
+		}
+		_, body := s.send(admin, "GET", strings.SplitN(res.Header.Get("Location"), "?", 2)[0], "", nil)
+		if want := `data-testid="page">` + c.want + `</a> (the page's path only)`; !strings.Contains(body, want) || strings.Contains(body, token) {
+			t.Errorf("the item filed about %.40s… does not show %q alone", c.sent, want)
+		}
+	}
+	items, err := st.FeedbackItems(context.Background(), store.FeedbackFilter{})
+	if err != nil || len(items) != 3 {
+		t.Fatalf("items = %+v, %v", items, err)
+	}
+	for _, it := range items {
+		if strings.ContainsAny(it.Page, "?#") {
+			t.Errorf("item %d stores the page %.60q", it.ID, it.Page)
+		}
+	}
+	if _, csv := s.send(admin, "GET", "/admin/feedback.csv", "", nil); strings.Contains(csv, token) || strings.Contains(csv, "?q=") {
+		t.Errorf("the export holds a page's query: %s", csv)
 	}
 }

@@ -79,8 +79,19 @@ func text(field, s string, min, max int) error {
 	return nil
 }
 
-// Submit files a new item by user.
+// PagePath is page without its query or fragment: a query can hold filters, names, or
+// a token pasted into a link, which feedback has no need of; the path says the page.
+func PagePath(page string) string {
+	if i := strings.IndexAny(page, "?#"); i >= 0 {
+		return page[:i]
+	}
+	return page
+}
+
+// Submit files a new item by user. Its page is kept by its path alone (PagePath), whatever
+// the form sent.
 func (s *Service) Submit(ctx context.Context, userID int64, in Input) (*models.FeedbackItem, error) {
+	in.Page = PagePath(in.Page)
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
