@@ -15,7 +15,6 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
-	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/services/slurm"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -105,7 +104,7 @@ func (h *Handler) PoolShow(c *gin.Context) {
 		page.OlderEvents = "/admin/pools/" + url.PathEscape(name) + "?" + url.Values{"window": {window}, "before": {strconv.FormatInt(d.MoreEvents, 10)}}.Encode()
 	}
 	if d.Pool.Provider == pools.ProviderSlurm {
-		if page.Slurm, err = h.poolSlurm(c, d.Pool, d.Nodes); err != nil {
+		if page.Slurm, err = h.poolSlurm(c, d.Pool); err != nil {
 			h.serverError(c, err)
 			return
 		}
@@ -115,14 +114,18 @@ func (h *Handler) PoolShow(c *gin.Context) {
 
 // poolSlurm is a Slurm pool's partition, the jobs there that Gantry did not submit,
 // and whether it stands still on a slurm.conf that leads to another cluster.
-func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool, nodes []models.Node) (*templates.PoolSlurm, error) {
+func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool) (*templates.PoolSlurm, error) {
 	cfg, _ := slurm.ParseConfig(p.ProviderConfig)
 	jobs, err := h.store.SlurmForeignJobs(c.Request.Context(), p.ID)
 	if err != nil {
 		return nil, err
 	}
 	out := &templates.PoolSlurm{Partition: cfg.Partition}
-	if cluster, reason, moved := dispatch.SlurmClusterMoved(nodes); moved {
+	move, err := h.store.SlurmClusterMove(c.Request.Context(), p.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if move != nil {
 		rows, err := h.store.OpenSlurmJobs(c.Request.Context(), p.ID)
 		if err != nil {
 			return nil, err
@@ -133,7 +136,7 @@ func (h *Handler) poolSlurm(c *gin.Context, p models.NodePool, nodes []models.No
 			}
 		}
 		if out.OpenJobs > 0 { // with none left, the pool takes the new cluster at its next pass
-			out.Moved, out.Cluster, out.CanForget = reason, cluster, canAdmin(c)
+			out.Moved, out.Cluster, out.LastSeen, out.CanForget = move.Reason, move.JobsCluster, stamp(move.LastSeenAt), canAdmin(c)
 		}
 	}
 	for _, j := range jobs {

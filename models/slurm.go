@@ -54,3 +54,20 @@ type SlurmForeignJob struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
+
+// SlurmClusterMove marks a Slurm pool that stands still because its slurm.conf
+// reaches another cluster than the one its open jobs are on: the leader follows,
+// stops and submits nothing there until the pool reaches theirs again, or an admin
+// forgets those jobs. The leader writes it when it finds the pool so and deletes it
+// once the pool reads its cluster without trouble.
+type SlurmClusterMove struct {
+	PoolID      int64  `gorm:"primaryKey;autoIncrement:false"`
+	JobsCluster string // where the open jobs are
+	ConfCluster string // where the slurm.conf leads now
+	Reason      string // in words, as the pool's nodes say it
+	FoundAt     time.Time
+	// LastSeenAt is the last time the leader saw the jobs' cluster follow them (its
+	// last poll there), FoundAt when it knows of none: a forgotten job is charged up
+	// to then.
+	LastSeenAt time.Time
+}

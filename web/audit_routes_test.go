@@ -262,6 +262,8 @@ var mutations = map[string]func(w *world) change{
 		n := &models.Node{Name: p.Name + ".node1", State: models.NodeDown, StateReason: "Slurm pool reaches another cluster: its slurm.conf now reaches Slurm cluster b, not a",
 			Runtime: models.RuntimeSlurm, Labels: `{"slurm.cluster":"a"}`, PoolID: &p.ID}
 		w.must(w.st.CreateNode(w.ctx, n, nil))
+		w.must(w.st.MarkSlurmClusterMove(w.ctx, &models.SlurmClusterMove{PoolID: p.ID, JobsCluster: "a", ConfCluster: "b", Reason: n.StateReason,
+			FoundAt: time.Now(), LastSeenAt: time.Now()}))
 		j := w.job(models.JobHeld)
 		w.must(w.st.CreateSlurmJob(w.ctx, &models.SlurmJob{PoolID: p.ID, JobID: j.ID, Attempt: j.Attempt, CurrentAttempt: j.Attempt, SlurmJobID: "7"}))
 		return change{as: models.RoleAdmin, path: "/admin/pools/" + p.Name + "/forget-slurm-jobs", form: url.Values{"confirm": {"yes"}},

@@ -169,6 +169,11 @@ func movedSlurmPool(t *testing.T, s *site) *models.Job {
 	if err := st.SetNodeState(ctx, n.ID, []string{n.State}, models.NodeDown, reason); err != nil {
 		t.Fatal(err)
 	}
+	found := time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)
+	if err := st.MarkSlurmClusterMove(ctx, &models.SlurmClusterMove{PoolID: p.ID, JobsCluster: "gantry", ConfCluster: "elsewhere", Reason: reason,
+		FoundAt: found, LastSeenAt: found.Add(-2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	team := &models.Team{Name: "climate"}
 	if err := st.CreateTeam(ctx, team); err != nil {
 		t.Fatal(err)
@@ -226,10 +231,21 @@ func TestSlurmPoolPageOffersToForgetTheOldClustersJobs(t *testing.T) {
 			CapacityType: models.CapacityOwned, ProviderConfig: map[string]any{"partition": "debug", "log_dir": "/shared/logs", "checkpoint_dir": "/shared/ckpt"}}); err != nil {
 			t.Fatal(err)
 		}
+		// A node of steady down with the words of a moved cluster, as an admin may write
+		// them: only the leader's mark stops a pool.
+		steady, err := st.NodePoolByName(t.Context(), "steady")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateNode(t.Context(), &models.Node{Name: "steady.node1", State: models.NodeDown, Runtime: models.RuntimeSlurm, PoolID: &steady.ID,
+			StateReason: "Slurm pool reaches another cluster: its slurm.conf now reaches Slurm cluster b, not a"}, nil); err != nil {
+			t.Fatal(err)
+		}
 		j := movedSlurmPool(t, s)
 
 		_, body := s.send(admin, "GET", "/admin/pools/hpc", "", nil)
 		for _, want := range []string{`data-testid="slurm-moved"`, "now reaches Slurm cluster elsewhere, not gantry", "back at cluster gantry", "its 1 open Slurm jobs",
+			"Gantry last saw its jobs on cluster gantry at 2026-11-30 10:00:28 UTC.",
 			`data-testid="forget-slurm-jobs"`, `action="/admin/pools/hpc/forget-slurm-jobs"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the admin's page of the stopped pool lacks %q", want)

@@ -82,6 +82,8 @@ type slurmPool struct {
 	conf string
 	// down says the pool's nodes were marked down because Slurm does not answer.
 	down string
+	// polledAt is the last poll Slurm answered.
+	polledAt time.Time
 	// foreign is the last list of jobs outside Gantry written to the store.
 	foreign []models.SlurmForeignJob
 }
@@ -226,7 +228,7 @@ func (p *SlurmPools) tickPool(ctx context.Context, sp *slurmPool, now time.Time)
 	if err := sp.f.Poll(ctx, func(ctx context.Context, e slurm.Event) error { return p.apply(ctx, sp, e) }); err != nil {
 		return p.unreachable(ctx, sp, now, err)
 	}
-	sp.failures, sp.next = 0, time.Time{}
+	sp.failures, sp.next, sp.polledAt = 0, time.Time{}, now
 	if err := p.syncForeign(ctx, sp); err != nil {
 		return err
 	}
@@ -290,6 +292,11 @@ func (p *SlurmPools) unreachable(ctx context.Context, sp *slurmPool, now time.Ti
 		// Noted when the outage began; a pool found on another cluster says so, as
 		// its nodes' reason is what lets an admin forget its jobs (ForgetSlurmJobs).
 		return nil
+	}
+	if moved != nil {
+		if err := p.markMoved(ctx, sp, now, moved, reason); err != nil {
+			return err
+		}
 	}
 	nodes, err := p.svc.store.NodesOfPool(ctx, sp.pool.ID)
 	if err != nil {

@@ -2,8 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
@@ -12,34 +12,18 @@ import (
 
 // clusterMovedPrefix begins the reason the leader gives the nodes of a Slurm pool
 // whose slurm.conf reaches another cluster than the one its open jobs are on
-// (clusterMovedError).
+// (clusterMovedError); the pool is marked so too (models.SlurmClusterMove).
 const clusterMovedPrefix = "Slurm pool reaches another cluster: "
 
-// SlurmClusterMoved says whether a Slurm pool stands still because its slurm.conf
-// leads to another cluster than its open jobs' (the leader marks every node of it
-// down saying so), and returns the jobs' cluster and the nodes' reason.
-func SlurmClusterMoved(nodes []models.Node) (cluster, reason string, moved bool) {
-	for _, n := range nodes {
-		if n.RemovedAt != nil {
-			continue
-		}
-		if n.State != models.NodeDown || !strings.HasPrefix(n.StateReason, clusterMovedPrefix) {
-			return "", "", false
-		}
-		cluster, reason = models.SlurmClusterOf(n), n.StateReason
-	}
-	return cluster, reason, reason != ""
-}
-
 // ForgetSlurmJobs gives up the open Slurm jobs of a Slurm pool that stands still
-// because its slurm.conf leads to another cluster than theirs (SlurmClusterMoved),
-// for a cluster that is gone for good: their Slurm job ids mean nothing, or another
-// job, on the cluster the pool reaches now. Each job whose current attempt waited or
-// ran there fails as lost, saying so and who forgot it; a job held in Gantry stays
-// held (it is submitted anew once released); none of those Slurm jobs is followed,
-// stopped or read from again, and what ran is charged until now. Audited
-// (pool.slurm_jobs_forgotten). The pool takes the new cluster's nodes on its next pass.
-// It returns how many Slurm jobs were forgotten.
+// because its slurm.conf leads to another cluster than theirs (the leader marked it
+// so: models.SlurmClusterMove), for a cluster that is gone for good: their Slurm job
+// ids mean nothing, or another job, on the cluster the pool reaches now. Each job
+// whose current attempt waited or ran there fails as lost, saying so and who forgot
+// it; a job held in Gantry stays held (it is submitted anew once released); none of
+// those Slurm jobs is followed, stopped or read from again, and what ran is charged
+// until now. Audited (pool.slurm_jobs_forgotten). The pool takes the new cluster's
+// nodes on its next pass. It returns how many Slurm jobs were forgotten.
 func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (int, error) {
 	forgotten := 0
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
@@ -50,14 +34,14 @@ func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (
 		if pool.Provider != "slurm" {
 			return models.Invalid("pool", "pool %s is a %s pool: only a Slurm pool has Slurm jobs to forget", pool.Name, pool.Provider)
 		}
-		nodes, err := tx.NodesOfPool(ctx, pool.ID)
+		move, err := tx.SlurmClusterMove(ctx, pool.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return models.Invalid("pool", "pool %s is not held up by a slurm.conf that leads to another cluster: Gantry still follows its jobs, so there is nothing to forget", pool.Name)
+		}
 		if err != nil {
 			return err
 		}
-		cluster, reason, moved := SlurmClusterMoved(nodes)
-		if !moved {
-			return models.Invalid("pool", "pool %s is not held up by a slurm.conf that leads to another cluster: Gantry still follows its jobs, so there is nothing to forget", pool.Name)
-		}
+		cluster, reason := move.JobsCluster, move.Reason
 		rows, err := tx.OpenSlurmJobs(ctx, pool.ID)
 		if err != nil {
 			return err

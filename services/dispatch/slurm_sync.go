@@ -41,6 +41,9 @@ func (p *SlurmPools) syncNodes(ctx context.Context, sp *slurmPool, now time.Time
 		if changes, err = tx.SyncPoolNodes(ctx, sp.pool.ID, nodes, gone); err != nil {
 			return err
 		}
+		if err := tx.UnmarkSlurmClusterMove(ctx, sp.pool.ID); err != nil {
+			return err
+		}
 		var entries []audit.Entry
 		if was != "" && was != inv.Cluster {
 			entries = append(entries, audit.Entry{Action: "pool.slurm_cluster_changed", ObjectType: "pool", ObjectID: sp.pool.Name,
@@ -101,6 +104,17 @@ func (p *SlurmPools) clusterOf(ctx context.Context, sp *slurmPool, cluster strin
 		return "", &clusterMovedError{conf: sp.b.Config().SlurmConf, from: was, to: cluster, jobs: open}
 	}
 	return was, nil
+}
+
+// markMoved marks the pool as standing still on another cluster (what ForgetSlurmJobs
+// and the pool's page go by), last seen following its jobs at this leader's last poll.
+func (p *SlurmPools) markMoved(ctx context.Context, sp *slurmPool, now time.Time, moved *clusterMovedError, reason string) error {
+	seen := sp.polledAt
+	if seen.IsZero() {
+		seen = now // this leader never polled the jobs' cluster: the mark's own time is all it knows
+	}
+	return p.svc.store.MarkSlurmClusterMove(ctx, &models.SlurmClusterMove{PoolID: sp.pool.ID, JobsCluster: moved.from, ConfCluster: moved.to,
+		Reason: reason, FoundAt: now, LastSeenAt: seen})
 }
 
 // clusterMovedError is a pool whose slurm.conf leads to another cluster than its jobs'.

@@ -817,10 +817,18 @@ func TestSlurmPoolFollowsItsCluster(t *testing.T) {
 			s.tick()
 		}
 		s.wantState(j.ID, models.JobRunning)
+		move, err := s.st.SlurmClusterMove(s.ctx, s.pool.ID)
+		if err != nil || move.JobsCluster != "gantry" || move.ConfCluster != "elsewhere" || move.Reason != node().StateReason ||
+			move.LastSeenAt.After(move.FoundAt) || move.FoundAt.Sub(move.LastSeenAt) > time.Minute {
+			t.Errorf("the pool's mark: %+v, %v", move, err)
+		}
 
 		other.Store(nil)
 		s.writeConf(conf, false)
 		s.untilState(j.ID, models.JobSucceeded)
+		if _, err := s.st.SlurmClusterMove(s.ctx, s.pool.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the pool's mark once it reaches its job's cluster again: %v, want none", err)
+		}
 		if n := node(); n.State != models.NodeReady || models.SlurmClusterOf(*n) != "gantry" {
 			t.Errorf("the node with the pool back on its job's cluster: %+v", n)
 		}

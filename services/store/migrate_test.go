@@ -61,7 +61,7 @@ func TestModelsMatchSchema(t *testing.T) {
 		&models.LedgerEntry{}, &models.Budget{}, &models.AlertRule{}, &models.Alert{},
 		&models.NotificationChannel{}, &models.AuditEvent{}, &models.FeedbackItem{}, &models.FeedbackVote{},
 		&models.FeedbackComment{}, &models.Notification{}, &models.TelemetrySample{}, &models.CasbinRule{},
-		&models.PoolInstance{}, &models.PoolEvent{}, &models.PoolSample{}, &models.SlurmJob{}, &models.SlurmForeignJob{},
+		&models.PoolInstance{}, &models.PoolEvent{}, &models.PoolSample{}, &models.SlurmJob{}, &models.SlurmForeignJob{}, &models.SlurmClusterMove{},
 	}
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		for _, m := range all {

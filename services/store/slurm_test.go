@@ -180,3 +180,41 @@ func TestForeignJobsAndUtilisation(t *testing.T) {
 		}
 	})
 }
+
+// A pool's cluster-move mark: marked again, it takes the new clusters and reason and
+// keeps when it was found and last seen; unmarked, it is gone.
+func TestSlurmClusterMove(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		pool := &models.NodePool{Name: "hpc", Provider: "slurm", CapacityType: models.CapacityOwned}
+		if err := s.CreateNodePool(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SlurmClusterMove(ctx, pool.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("an unmarked pool: %v, want not found", err)
+		}
+		found := time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)
+		if err := s.MarkSlurmClusterMove(ctx, &models.SlurmClusterMove{PoolID: pool.ID, JobsCluster: "a", ConfCluster: "b", Reason: "to b",
+			FoundAt: found, LastSeenAt: found.Add(-2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkSlurmClusterMove(ctx, &models.SlurmClusterMove{PoolID: pool.ID, JobsCluster: "a", ConfCluster: "c", Reason: "to c",
+			FoundAt: found.Add(time.Hour), LastSeenAt: found.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.SlurmClusterMove(ctx, pool.ID)
+		if err != nil || m.JobsCluster != "a" || m.ConfCluster != "c" || m.Reason != "to c" || !m.FoundAt.Equal(found) || !m.LastSeenAt.Equal(found.Add(-2*time.Second)) {
+			t.Fatalf("marked twice: %+v, %v", m, err)
+		}
+		if err := s.UnmarkSlurmClusterMove(ctx, pool.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SlurmClusterMove(ctx, pool.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unmarked: %v, want not found", err)
+		}
+		if err := s.UnmarkSlurmClusterMove(ctx, pool.ID); err != nil {
+			t.Errorf("unmarking an unmarked pool: %v", err)
+		}
+	})
+}
