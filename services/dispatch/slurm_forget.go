@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
@@ -22,7 +23,8 @@ const clusterMovedPrefix = "Slurm pool reaches another cluster: "
 // whose current attempt waited or ran there fails as lost, saying so and who forgot
 // it; a job held in Gantry stays held (it is submitted anew once released); none of
 // those Slurm jobs is followed, stopped or read from again, and what ran is charged
-// until now. Audited (pool.slurm_jobs_forgotten). The pool takes the new cluster's
+// up to the last time the leader saw the old cluster follow it (the mark's
+// LastSeenAt), not to the moment of forgetting. Audited (pool.slurm_jobs_forgotten). The pool takes the new cluster's
 // nodes on its next pass. It returns how many Slurm jobs were forgotten.
 func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (int, error) {
 	forgotten := 0
@@ -63,7 +65,7 @@ func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (
 			}
 			forgotten++
 			jobIDs, slurmIDs = append(jobIDs, r.JobID), append(slurmIDs, r.SlurmJobID)
-			if err := s.forgetSlurmJob(ctx, tx, pool.Name, cluster, actor, r); err != nil {
+			if err := s.forgetSlurmJob(ctx, tx, pool.Name, cluster, actor, move.LastSeenAt, r); err != nil {
 				return err
 			}
 		}
@@ -71,7 +73,7 @@ func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (
 			return models.Invalid("pool", "pool %s has no open Slurm job to forget", pool.Name)
 		}
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "pool.slurm_jobs_forgotten", ObjectType: "pool", ObjectID: pool.Name,
-			Detail: map[string]any{"cluster": cluster, "reason": reason, "jobs": jobIDs, "slurm_jobs": slurmIDs}})
+			Detail: map[string]any{"cluster": cluster, "reason": reason, "jobs": jobIDs, "slurm_jobs": slurmIDs, "charged_until": move.LastSeenAt}})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("forget the Slurm jobs of pool %s: %w", poolName, err)
@@ -82,24 +84,47 @@ func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (
 }
 
 // forgetSlurmJob ends what Gantry knew of one Slurm job on the cluster a pool no
-// longer reaches, on its Gantry job.
-func (s *Service) forgetSlurmJob(ctx context.Context, tx *store.Store, pool, cluster, actor string, r *models.SlurmJob) error {
+// longer reaches, on its Gantry job; what ran is charged until seen.
+func (s *Service) forgetSlurmJob(ctx context.Context, tx *store.Store, pool, cluster, actor string, seen time.Time, r *models.SlurmJob) error {
 	job, err := tx.JobByID(ctx, r.JobID)
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Slurm job %s on cluster %s, which pool %s no longer reaches, forgotten by %s; if it still runs there, Gantry no longer follows, stops or charges it",
-		r.SlurmJobID, cluster, pool, actor)
+	msg := fmt.Sprintf("Slurm job %s on cluster %s, which pool %s no longer reaches, forgotten by %s; charged until %s UTC, when Gantry last saw that cluster follow it; if it still runs there, Gantry no longer follows, stops or charges it",
+		r.SlurmJobID, cluster, pool, actor, seen.UTC().Format(time.DateTime))
 	switch {
 	case job.Attempt != r.CurrentAttempt || models.IsTerminal(job.State):
-		return s.endSlurmAttempt(ctx, tx, r.JobID, r.CurrentAttempt, nil, "", nil)
+		return endForgotten(ctx, tx, r, seen)
 	case job.State == models.JobHeld:
 		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job stays held, and is submitted anew once released", actor)
 	case job.State == models.JobQueued:
 		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job is submitted anew once placed", actor)
 	}
-	if err := s.endSlurmAttempt(ctx, tx, r.JobID, r.CurrentAttempt, nil, "", nil); err != nil {
+	if err := endForgotten(ctx, tx, r, seen); err != nil {
 		return err
 	}
 	return tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobFailed, Reason: "lost", Message: msg, Actor: actor})
+}
+
+// endForgotten ends the allocations of a forgotten Slurm job's attempt at seen, or at
+// its start for one that started later (Slurm's start, which Gantry saw, so no later
+// than its last sighting but for the clocks).
+func endForgotten(ctx context.Context, tx *store.Store, r *models.SlurmJob, seen time.Time) error {
+	allocs, err := allocationsOfAttempt(ctx, tx, r.JobID, r.CurrentAttempt)
+	if err != nil {
+		return err
+	}
+	for _, a := range allocs {
+		if a.State == models.AllocEnded {
+			continue
+		}
+		end := seen.UTC()
+		if a.StartedAt != nil && a.StartedAt.After(end) {
+			end = a.StartedAt.UTC()
+		}
+		if err := tx.UpdateAllocation(ctx, a.ID, []string{a.State}, store.AllocationChange{State: models.AllocEnded, EndedAt: &end}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -868,7 +868,7 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 			}
 			return n
 		}
-		j := s.submit("lost", 1, func(j *models.Job) { j.Command = `["sleep","300"]` })
+		j := s.submit("lost", 1, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["sleep","300"]` })
 		s.untilState(j.ID, models.JobRunning)
 		if _, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root"); !isField(err, "pool") || !strings.Contains(err.Error(), "Gantry still follows its jobs") {
 			t.Errorf("forgetting the jobs of a pool on their cluster: %v, want a pool field error", err)
@@ -879,10 +879,19 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 		other.Store(&elsewhere)
 		s.writeConf(conf, false)
 		s.until("the pool's node to go down", func() bool { return node().State == models.NodeDown })
+		// The pool stands still a while before the admin forgets: what ran is charged
+		// until the leader last saw the old cluster, not until then.
 		for range 3 {
 			s.tick()
 		}
+		time.Sleep(3 * time.Second)
+		s.tick()
 		s.wantState(j.ID, models.JobRunning)
+		move, err := s.st.SlurmClusterMove(s.ctx, s.pool.ID)
+		if err != nil {
+			t.Fatalf("the pool's mark: %v", err)
+		}
+		forgot := time.Now()
 		n, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root")
 		if err != nil || n != 1 {
 			t.Fatalf("forget the pool's jobs: %d, %v", n, err)
@@ -890,10 +899,29 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 		id := s.slurmJobs(j.ID)[0].SlurmJobID
 		s.wantState(j.ID, models.JobFailed)
 		wantContains(t, "events", s.eventsOf(j.ID), "running -> failed [lost] Slurm job "+id+
-			" on cluster gantry, which pool hpc no longer reaches, forgotten by admin:root; if it still runs there, Gantry no longer follows, stops or charges it")
+			" on cluster gantry, which pool hpc no longer reaches, forgotten by admin:root; charged until "+move.LastSeenAt.UTC().Format(time.DateTime)+
+			" UTC, when Gantry last saw that cluster follow it; if it still runs there, Gantry no longer follows, stops or charges it")
 		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
-		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil {
-			t.Errorf("the forgotten run's allocation: %+v", allocs)
+		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil ||
+			allocs[0].EndedAt.Sub(move.LastSeenAt).Abs() > time.Millisecond || forgot.Sub(*allocs[0].EndedAt) < 3*time.Second {
+			t.Errorf("the forgotten run's allocation: %+v, want it ended when the old cluster was last seen, %s, 3s or more before it was forgotten, %s",
+				allocs, move.LastSeenAt, forgot)
+		}
+		acc, err := accounting.New(s.st, s.audit, accounting.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate := models.CostRate{Resource: models.ResourceGPU, GPUModel: "A100-80GB", RateMicros: 3_600_000, EffectiveFrom: time.Now().Add(-24 * time.Hour)}
+		if _, err := acc.CreateRate(s.ctx, rate); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := acc.Meter(s.ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := allocs[0].EndedAt.Truncate(time.Second).Sub(allocs[0].StartedAt.Truncate(time.Second))
+		if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
+			t.Errorf("charged %d micro-units for the forgotten run of 1 GPU at 1000 per GPU-second, want %d for its %s until last seen (report %+v)", rep.ChargedMicros, want, ran, rep)
 		}
 		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*node()) == "elsewhere" })
 		if n := node(); n.State != models.NodeReady {
