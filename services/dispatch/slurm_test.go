@@ -777,66 +777,94 @@ func (c *clusterNamed) Run(ctx context.Context, name string, args []string, stdi
 	return out, err
 }
 
+// clusterSwitch points a Slurm pool's own slurm.conf at another cluster, by the name
+// its controller gives (clusterNamed), or back at the test Slurm's.
+type clusterSwitch struct {
+	s    *slurmEnv
+	conf string
+	name *atomic.Pointer[string]
+}
+
+// reach makes the pool's slurm.conf lead to cluster ("": the test Slurm's own), an
+// edit of the file, so that the pool reads its cluster again.
+func (c *clusterSwitch) reach(cluster string) {
+	c.s.t.Helper()
+	if cluster == "" {
+		c.name.Store(nil)
+	} else {
+		c.name.Store(&cluster)
+	}
+	c.s.writeConf(c.conf, false)
+}
+
+// eachSlurmMovable is eachSlurm with the pool on a slurm.conf of its own that c moves
+// between clusters; the pool reads its nodes and cluster again only when that file
+// changes.
+func eachSlurmMovable(t *testing.T, fn func(t *testing.T, s *slurmEnv, c *clusterSwitch)) {
+	var other atomic.Pointer[string]
+	tune := func(cfg *dispatch.SlurmConfig) {
+		cfg.InventoryEvery = time.Hour
+		exec := cfg.Runner
+		cfg.Runner = func(sc slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(sc), name: &other} }
+	}
+	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
+		other.Store(nil)
+		c := &clusterSwitch{s: s, conf: filepath.Join(t.TempDir(), "slurm.conf"), name: &other}
+		s.writeConf(c.conf, false)
+		s.reconfigure(func(sc *slurm.Config) { sc.SlurmConf = c.conf })
+		fn(t, s, c)
+	})
+}
+
+// node1 is the pool's Gantry node of the test Slurm's node.
+func (s *slurmEnv) node1() *models.Node {
+	s.t.Helper()
+	n, err := s.st.NodeByName(s.ctx, "hpc.node1")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
 // A pool follows the cluster its slurm.conf reaches, read again as soon as the file
 // changes: edited to reach another cluster while a job of the pool runs on this one,
 // the pool does nothing there (its nodes go down saying why) until it reaches the
 // job's cluster again, where the job's end is then applied; with no job left, the
 // pool's nodes become the new cluster's, audited.
 func TestSlurmPoolFollowsItsCluster(t *testing.T) {
-	var other atomic.Pointer[string]
-	tune := func(c *dispatch.SlurmConfig) {
-		c.InventoryEvery = time.Hour // only an edit of slurm.conf makes the pool read its cluster again
-		exec := c.Runner
-		c.Runner = func(cfg slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(cfg), name: &other} }
-	}
-	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
-		other.Store(nil)
-		conf := filepath.Join(t.TempDir(), "slurm.conf")
-		s.writeConf(conf, false)
-		s.reconfigure(func(c *slurm.Config) { c.SlurmConf = conf })
-		node := func() *models.Node {
-			n, err := s.st.NodeByName(s.ctx, "hpc.node1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	eachSlurmMovable(t, func(t *testing.T, s *slurmEnv, c *clusterSwitch) {
 		j := s.submit("stays", 1, func(j *models.Job) { j.Command = `["sh","-c","sleep 10; echo done"]` })
 		s.untilState(j.ID, models.JobRunning)
-		if got := models.SlurmClusterOf(*node()); got != "gantry" {
+		if got := models.SlurmClusterOf(*s.node1()); got != "gantry" {
 			t.Fatalf("the node's cluster: %q", got)
 		}
 
-		elsewhere := "elsewhere"
-		other.Store(&elsewhere)
-		s.writeConf(conf, false)
-		s.until("the pool's node to go down", func() bool { return node().State == models.NodeDown })
-		wantContains(t, "the node's reason", node().StateReason, "Slurm pool reaches another cluster: "+conf+
+		c.reach("elsewhere")
+		s.until("the pool's node to go down", func() bool { return s.node1().State == models.NodeDown })
+		wantContains(t, "the node's reason", s.node1().StateReason, "Slurm pool reaches another cluster: "+c.conf+
 			" now reaches Slurm cluster elsewhere, not gantry, where 1 of the pool's jobs are; Gantry leaves them alone until the pool reaches gantry again")
 		for range 3 {
 			s.tick()
 		}
 		s.wantState(j.ID, models.JobRunning)
 		move, err := s.st.SlurmClusterMove(s.ctx, s.pool.ID)
-		if err != nil || move.JobsCluster != "gantry" || move.ConfCluster != "elsewhere" || move.Reason != node().StateReason ||
+		if err != nil || move.JobsCluster != "gantry" || move.ConfCluster != "elsewhere" || move.Reason != s.node1().StateReason ||
 			move.LastSeenAt.After(move.FoundAt) || move.FoundAt.Sub(move.LastSeenAt) > time.Minute {
 			t.Errorf("the pool's mark: %+v, %v", move, err)
 		}
 
-		other.Store(nil)
-		s.writeConf(conf, false)
+		c.reach("")
 		s.untilState(j.ID, models.JobSucceeded)
 		if _, err := s.st.SlurmClusterMove(s.ctx, s.pool.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the pool's mark once it reaches its job's cluster again: %v, want none", err)
 		}
-		if n := node(); n.State != models.NodeReady || models.SlurmClusterOf(*n) != "gantry" {
+		if n := s.node1(); n.State != models.NodeReady || models.SlurmClusterOf(*n) != "gantry" {
 			t.Errorf("the node with the pool back on its job's cluster: %+v", n)
 		}
 
-		other.Store(&elsewhere)
-		s.writeConf(conf, false)
-		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*node()) == "elsewhere" })
-		if n := node(); n.State != models.NodeReady {
+		c.reach("elsewhere")
+		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*s.node1()) == "elsewhere" })
+		if n := s.node1(); n.State != models.NodeReady {
 			t.Errorf("the node of the pool's new cluster: %s (%s)", n.State, n.StateReason)
 		}
 		if actions := strings.Join(s.auditActions(), " "); !strings.Contains(actions, "pool.slurm_cluster_changed") {
@@ -850,24 +878,7 @@ func TestSlurmPoolFollowsItsCluster(t *testing.T) {
 // forgot it and where it ran, audited, and the pool takes the new cluster's nodes.
 // Forgetting is refused while the pool still reaches its jobs' cluster.
 func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
-	var other atomic.Pointer[string]
-	tune := func(c *dispatch.SlurmConfig) {
-		c.InventoryEvery = time.Hour // only an edit of slurm.conf makes the pool read its cluster again
-		exec := c.Runner
-		c.Runner = func(cfg slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(cfg), name: &other} }
-	}
-	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
-		other.Store(nil)
-		conf := filepath.Join(t.TempDir(), "slurm.conf")
-		s.writeConf(conf, false)
-		s.reconfigure(func(c *slurm.Config) { c.SlurmConf = conf })
-		node := func() *models.Node {
-			n, err := s.st.NodeByName(s.ctx, "hpc.node1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	eachSlurmMovable(t, func(t *testing.T, s *slurmEnv, c *clusterSwitch) {
 		j := s.submit("lost", 1, func(j *models.Job) { j.GPUModel, j.Command = "A100-80GB", `["sleep","300"]` })
 		s.untilState(j.ID, models.JobRunning)
 		if _, err := s.svc.ForgetSlurmJobs(s.ctx, "hpc", "admin:root"); !isField(err, "pool") || !strings.Contains(err.Error(), "Gantry still follows its jobs") {
@@ -875,10 +886,8 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 		}
 		s.wantState(j.ID, models.JobRunning)
 
-		elsewhere := "elsewhere"
-		other.Store(&elsewhere)
-		s.writeConf(conf, false)
-		s.until("the pool's node to go down", func() bool { return node().State == models.NodeDown })
+		c.reach("elsewhere")
+		s.until("the pool's node to go down", func() bool { return s.node1().State == models.NodeDown })
 		// The pool stands still a while before the admin forgets: what ran is charged
 		// until the leader last saw the old cluster, not until then.
 		for range 3 {
@@ -923,8 +932,8 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 		if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
 			t.Errorf("charged %d micro-units for the forgotten run of 1 GPU at 1000 per GPU-second, want %d for its %s until last seen (report %+v)", rep.ChargedMicros, want, ran, rep)
 		}
-		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*node()) == "elsewhere" })
-		if n := node(); n.State != models.NodeReady {
+		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*s.node1()) == "elsewhere" })
+		if n := s.node1(); n.State != models.NodeReady {
 			t.Errorf("the node of the pool's new cluster: %s (%s)", n.State, n.StateReason)
 		}
 		actions := strings.Join(s.auditActions(), " ")
