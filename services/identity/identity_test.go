@@ -228,10 +228,13 @@ func TestSessionsExpireRotateAndEnd(t *testing.T) {
 		if _, err := e.id.Session(ctx, first); !errors.Is(err, identity.ErrUnauthenticated) {
 			t.Fatalf("the pre-login session survived: %v", err)
 		}
-		for _, bad := range []string{"", "short", strings.Repeat("A", 43), second[:42] + "!"} {
-			if _, err := e.id.Session(ctx, bad); !errors.Is(err, identity.ErrUnauthenticated) {
-				t.Errorf("cookie %q: %v", bad, err)
+		for _, bad := range []string{"", "short", second[:42], second + "A", second[:42] + "!", second[:42] + "+", second[:42] + "=", "é" + second[:41]} {
+			if _, err := e.id.Session(ctx, bad); !errors.Is(err, identity.ErrUnauthenticated) || !strings.Contains(err.Error(), "malformed") {
+				t.Errorf("cookie %q: %v, want a malformed cookie", bad, err)
 			}
+		}
+		if _, err := e.id.Session(ctx, strings.Repeat("A", 21)+"-_"+strings.Repeat("z9", 10)); !errors.Is(err, identity.ErrUnauthenticated) || !strings.Contains(err.Error(), "unknown") {
+			t.Errorf("a well-shaped cookie of no session: %v, want an unknown session", err)
 		}
 		p, err = e.id.Session(ctx, second)
 		if err != nil {

@@ -48,13 +48,23 @@ func (s *Service) LoginSettings(ctx context.Context) (LoginSettings, error) {
 func (s *Service) loginSettings(v map[string]string) LoginSettings {
 	ls := LoginSettings{LocalLogin: v[localLoginKey] != "off", SessionIdle: s.opts.SessionIdle, SessionLifetime: s.opts.SessionAbsolute}
 	// A value this version cannot read (written by hand, say) leaves the flag's in force.
-	if d, err := time.ParseDuration(v[sessionIdleKey]); err == nil && d > 0 {
+	if d, ok := duration(v[sessionIdleKey]); ok {
 		ls.SessionIdle = d
 	}
-	if d, err := time.ParseDuration(v[sessionLifetimeKey]); err == nil && d > 0 {
+	if d, ok := duration(v[sessionLifetimeKey]); ok {
 		ls.SessionLifetime = d
 	}
 	return ls
+}
+
+// duration reads a positive duration setting. One never set is not parsed: every
+// request reads the session settings, and time.ParseDuration builds an error for "".
+func duration(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	return d, err == nil && d > 0
 }
 
 // UpdateLoginSettings changes the sign-in settings, auditing what changed. Password login
