@@ -99,7 +99,7 @@ func TestUserMenuLinksAccountAndTokens(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), false)
 	ada, _ := s.member("ada")
-	account := `<a href="/account" aria-label="Your account: ada">ada</a>`
+	account := `<a href="/account" aria-label="Your account: ada" title="Your account: ada">ada</a>`
 	tokens := `<a href="/tokens">API tokens</a>`
 	for _, page := range []string{"/", "/jobs", "/feedback", "/projects"} {
 		res, body := s.send(ada, "GET", page, "", nil)
@@ -110,7 +110,7 @@ func TestUserMenuLinksAccountAndTokens(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ page, current, other string }{
-		{"/account", `<a href="/account" aria-label="Your account: ada" aria-current="page">ada</a>`, tokens},
+		{"/account", `<a href="/account" aria-label="Your account: ada" title="Your account: ada" aria-current="page">ada</a>`, tokens},
 		{"/tokens", `<a href="/tokens" aria-current="page">API tokens</a>`, account},
 	} {
 		res, body := s.send(ada, "GET", c.page, "", nil)

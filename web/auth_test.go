@@ -198,7 +198,7 @@ func TestSignInRedirectsBackAndSignsOut(t *testing.T) {
 			t.Errorf("session cookie over plain HTTP = %+v, want HttpOnly, SameSite=Lax, not Secure", sc)
 		}
 		res, body = s.send(c, "GET", "/", "", nil)
-		if res.StatusCode != 200 || !strings.Contains(body, `<a href="/account" aria-label="Your account: admin">admin</a>`) {
+		if res.StatusCode != 200 || !strings.Contains(body, `<a href="/account" aria-label="Your account: admin" title="Your account: admin">admin</a>`) {
 			t.Fatalf("home after sign-in = %d", res.StatusCode)
 		}
 		var me struct {
