@@ -13,7 +13,7 @@ import (
 )
 
 // JobsIndex shows the jobs list with its filters; an htmx request (a filter change)
-// gets only the results.
+// gets only the results and the filters' summary.
 func (h *Handler) JobsIndex(c *gin.Context) {
 	user := currentUser(c)
 	if user == nil {
@@ -76,7 +76,7 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 	// The fragment and the page live at one URL: caches must keep them apart.
 	c.Header("Vary", "HX-Request")
 	if fragment {
-		render(c, status, templates.JobResults(d))
+		render(c, status, templates.JobFilterResults(d))
 		return
 	}
 	render(c, status, templates.Jobs(h.page(c, "Jobs", "jobs"), d))

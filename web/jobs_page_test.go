@@ -130,6 +130,13 @@ func TestJobsPageListsFiltersAndPages(t *testing.T) {
 		if res.StatusCode != http.StatusOK || !strings.HasPrefix(body, `<section id="job-results"`) || len(rows(body)) != 4 || res.Header.Get("Vary") != "HX-Request" {
 			t.Errorf("htmx filter = %d %.80q; want only the results, 4 rows", res.StatusCode, body)
 		}
+		// The filters' summary comes with the results, worded by the server alone.
+		if !strings.Contains(body, `<span id="filters-set" class="meta" hx-swap-oob="true">(1 set: state)</span>`) {
+			t.Errorf("htmx filter's results lack the filters' summary: %q", body[max(0, len(body)-200):])
+		}
+		if _, body := s.send(ada, "GET", "/jobs?state=queued&user=ada", "", nil); !strings.Contains(body, `<span id="filters-set" class="meta">(2 set: state, user)</span>`) {
+			t.Error("the page's filters' summary does not name the two filters set")
+		}
 		res, body = s.send(ada, "GET", "/jobs?state=queued", "", map[string]string{"HX-Request": "true", "HX-History-Restore-Request": "true"})
 		if !strings.Contains(body, "<html") {
 			t.Errorf("history restore = %d without the whole page", res.StatusCode)
