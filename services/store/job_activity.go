@@ -11,12 +11,40 @@ import (
 // JobActivity returns a text that changes whenever what a job's page shows beyond the
 // job's own row does: a new event (events are only appended), an allocation placed,
 // moved, started, stopping or ended, a new charge, or the metering watermark moving.
-// It is one statement on the read pool, for a page that refreshes every few seconds to
-// learn cheaply whether to draw itself again.
+// It is one statement through readRows (on SQLite, the read pool; on PostgreSQL, pgx
+// itself), for a page that refreshes every few seconds to learn cheaply whether to
+// draw itself again.
 func (s *Store) JobActivity(ctx context.Context, jobID int64) (string, error) {
-	// Each row is one allocation (or a single row of NULLs where there is none), with
-	// the job's last event, its last charge and the watermark alongside, as one JSON
-	// array: one text column, which the SQLite driver reads for less than twelve.
+	var b strings.Builder
+	err := s.readRows(ctx, read{query: s.jobActivitySQL(), args: []any{jobID, jobID, meteredUntilKey, jobID}, scan: func(rows rowScanner) error {
+		var row string
+		dest := []any{&row}
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			b.WriteString(row)
+			b.WriteByte('\n')
+		}
+		return nil
+	}})
+	if err != nil {
+		return "", fmt.Errorf("activity of job %d: %w", jobID, err)
+	}
+	return b.String(), nil
+}
+
+// jobActivityKey keeps the SQL of JobActivity in Store.sqlTexts.
+type jobActivityKey struct{}
+
+// jobActivitySQL is JobActivity's statement, written once per Store. Each row is one
+// allocation (or a single row of NULLs where there is none), with the job's last
+// event, its last charge and the watermark alongside, as one JSON array: one text
+// column, which the SQLite driver reads for less than twelve.
+func (s *Store) jobActivitySQL() string {
+	if q, ok := s.sqlTexts.Load(jobActivityKey{}); ok {
+		return q.(string)
+	}
 	list, p := "json_array(%s)", func(int) string { return "?" }
 	if s.dialect == migrations.Postgres {
 		list, p = "json_build_array(%s)::text", func(n int) string { return fmt.Sprintf("$%d", n) }
@@ -27,22 +55,6 @@ func (s *Store) JobActivity(ctx context.Context, jobID int64) (string, error) {
 		"a.attempt, a.replica, a.node_id, a.devices, a.state, a.stop_reason, a.exit_code, a.started_at, a.ended_at"
 	q := "SELECT " + fmt.Sprintf(list, cols) + " FROM (SELECT 1 AS one) o LEFT JOIN allocations a ON a.job_id = " + p(4) +
 		" ORDER BY a.attempt, a.replica"
-	rows, err := s.read(ctx).Statement.ConnPool.QueryContext(ctx, q, jobID, jobID, meteredUntilKey, jobID)
-	if err != nil {
-		return "", fmt.Errorf("activity of job %d: %w", jobID, s.driverError(err))
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		var row string
-		if err := rows.Scan(&row); err != nil {
-			return "", fmt.Errorf("activity of job %d: %w", jobID, err)
-		}
-		b.WriteString(row)
-		b.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("activity of job %d: %w", jobID, s.driverError(err))
-	}
-	return b.String(), nil
+	s.sqlTexts.Store(jobActivityKey{}, q)
+	return q
 }

@@ -52,8 +52,9 @@ type Store struct {
 	pg *sql.DB
 	// texts are readNative's tables of a round trip's strings, for reuse.
 	texts *sync.Pool
-	// sqlTexts keeps the SQL of unfiltered lists (listedJobsSQL) and of sign-ins
-	// (signInSQL), by what each depends on; shared with the Stores of InTx.
+	// sqlTexts keeps the SQL of unfiltered lists (listedJobsSQL), sign-ins
+	// (signInSQL) and job activity (jobActivitySQL), by what each depends on;
+	// shared with the Stores of InTx.
 	sqlTexts *sync.Map
 	dialect  string
 	inTx     bool
