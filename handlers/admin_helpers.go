@@ -77,7 +77,7 @@ func (h *Handler) adminFailed(c *gin.Context, err error) bool {
 	case err == nil:
 		return false
 	case errors.As(err, &nf):
-		h.errorPage(c, http.StatusNotFound, "Not found", capitalize(nf.Error())+".")
+		h.errorPage(c, http.StatusNotFound, "No such "+nf.Kind, capitalize(nf.Error())+". It may have been removed since the page you came from was drawn: go back and reload it.")
 	case errors.As(err, &fe):
 		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
 	default:

@@ -70,11 +70,43 @@ func (h *Handler) SetCookie(c *gin.Context, name, value string, maxAge int) {
 	})
 }
 
-// Refuse answers a request that may not proceed: JSON for the API, a page for browsers.
-func (h *Handler) Refuse(c *gin.Context, status int, code, message, field string) {
+// Refusal is a request that may not proceed. The API answers Code, Message and Field;
+// a page says Heading over Page, else words for the status over Message made a sentence.
+type Refusal struct {
+	Status               int
+	Code, Message, Field string
+	Heading, Page        string
+}
+
+// Refuse answers r: JSON for the API, a page for browsers.
+func (h *Handler) Refuse(c *gin.Context, r Refusal) {
 	if isAPI(c) {
-		jsonError(c, status, code, message, field)
+		jsonError(c, r.Status, r.Code, r.Message, r.Field)
 		return
 	}
-	h.errorPage(c, status, http.StatusText(status), message)
+	heading, text := r.Heading, r.Page
+	if heading == "" {
+		heading = statusHeading(r.Status)
+	}
+	if text == "" {
+		text = sentence(r.Message)
+	}
+	h.errorPage(c, r.Status, heading, text)
+}
+
+// statusHeading names a refusal's status for a page.
+func statusHeading(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "Not understood"
+	case http.StatusUnauthorized:
+		return "Sign in first"
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusInternalServerError:
+		return "Something went wrong"
+	}
+	return http.StatusText(status)
 }

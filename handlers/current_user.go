@@ -19,6 +19,6 @@ func currentUser(c *gin.Context) *models.User {
 			return user
 		}
 	}
-	jsonError(c, http.StatusUnauthorized, "unauthorized", "sign in, or send an API token as Authorization: Bearer <token>", "")
+	jsonError(c, http.StatusUnauthorized, "unauthorized", "Sign in, or send an API token as Authorization: Bearer <token>.", "")
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 func (h *Handler) GroupMappingDelete(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		h.errorPage(c, http.StatusNotFound, "Not found", "There is no group mapping "+c.Param("id")+".")
+		h.errorPage(c, http.StatusNotFound, "No such group mapping", "There is no group mapping "+c.Param("id")+". The groups page lists them all.")
 		return
 	}
 	if !h.confirmed(c, templates.ConfirmData{

@@ -21,7 +21,7 @@ func (h *Handler) JobCancel(c *gin.Context) {
 	}
 	j, err := h.dispatch.CancelJob(c.Request.Context(), j.ID, "user:"+user.Username, "cancelled by "+user.Username)
 	if errors.Is(err, dispatch.ErrFinished) {
-		jsonError(c, http.StatusConflict, "finished", "job "+c.Param("id")+" already ended; there is nothing to cancel", "")
+		jsonError(c, http.StatusConflict, "finished", "Job "+c.Param("id")+" already ended; there is nothing to cancel.", "")
 		return
 	}
 	if err != nil {

@@ -33,7 +33,7 @@ func (h *Handler) holdOrReleaseAPI(c *gin.Context, act func(ctx context.Context,
 	}
 	after, err := act(c.Request.Context(), j.ID, "user:"+user.Username, "")
 	if errors.Is(err, dispatch.ErrWrongState) {
-		jsonError(c, http.StatusConflict, "wrong_state", "job "+c.Param("id")+" is "+j.State+"; "+wrong, "")
+		jsonError(c, http.StatusConflict, "wrong_state", "Job "+c.Param("id")+" is "+j.State+"; "+wrong+".", "")
 		return
 	}
 	if err != nil {

@@ -40,7 +40,7 @@ func (h *Handler) JobMetricsCreate(c *gin.Context, caller *dispatch.JobCaller) {
 	case errors.Is(err, telemetry.ErrJobNotRunning):
 		jsonError(c, http.StatusConflict, "not_running", err.Error(), "")
 	case errors.Is(err, dispatch.ErrNoTelemetry):
-		jsonError(c, http.StatusServiceUnavailable, "unavailable", "this server keeps no job metrics", "")
+		jsonError(c, http.StatusServiceUnavailable, "unavailable", "This server keeps no job metrics.", "")
 	case err != nil:
 		h.serverError(c, err)
 	default:

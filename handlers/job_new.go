@@ -74,7 +74,7 @@ func (h *Handler) cloneForm(c *gin.Context, id string) (templates.JobForm, bool)
 		return templates.JobForm{}, false
 	}
 	if !perm.CanRead(authz.Jobs) {
-		h.deny(c, "Forbidden", "you may not read job "+id+": it belongs to a project you have no role in")
+		h.deny(c, "Not allowed", "You may not copy job "+id+": it belongs to a project you have no role in. Ask a team lead of that project for the viewer role.")
 		return templates.JobForm{}, false
 	}
 	spec, err := h.jobs.SpecOf(ctx, j)
@@ -104,7 +104,7 @@ func (h *Handler) templateForm(c *gin.Context, project, name string) (templates.
 		return templates.JobForm{}, false
 	}
 	if !perm.CanRead(authz.Jobs) {
-		h.deny(c, "Forbidden", "you may not read the templates of project "+p.Name+": you have no role in it")
+		h.deny(c, "Not allowed", "You may not use the templates of project "+p.Name+": you have no role in it. Ask a team lead of project "+p.Name+" or a Gantry admin for the viewer role.")
 		return templates.JobForm{}, false
 	}
 	t, err := h.jobs.TemplateByName(ctx, p, name)

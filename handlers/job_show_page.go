@@ -143,15 +143,16 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 	return d, nil
 }
 
-// failure says why a failed job failed: the message of the event that failed it (what
-// exited with which code, which limit it ran past), else the reason of its state.
+// failure says why a failed job failed, as a sentence: the message of the event that
+// failed it (what exited with which code, which limit it ran past), else the reason of
+// its state.
 func failure(j *models.Job, events []models.JobEvent) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		if e := events[i]; e.ToState == models.JobFailed && e.Message != "" {
-			return e.Message
+			return sentence(e.Message)
 		}
 	}
-	return j.StateReason
+	return sentence(j.StateReason)
 }
 
 // jobSummary words the job for its page.

@@ -30,7 +30,7 @@ func (h *Handler) Job(fn func(c *gin.Context, caller *dispatch.JobCaller)) gin.H
 				slog.String("request_id", c.GetString(RequestIDKey)), slog.String("why", err.Error()))
 			jsonError(c, http.StatusUnauthorized, "unauthorized", err.Error(), "")
 		case errors.Is(err, dispatch.ErrOtherJob):
-			jsonError(c, http.StatusForbidden, "forbidden", "this job token speaks for another job: a job reports only its own metrics", "")
+			jsonError(c, http.StatusForbidden, "forbidden", "This job token speaks for another job: a job reports only its own metrics.", "")
 		case err != nil:
 			h.serverError(c, err)
 		default:

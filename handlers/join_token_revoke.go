@@ -26,7 +26,7 @@ func (h *Handler) JoinTokenRevoke(c *gin.Context) {
 	err := dispatch.RevokeJoinToken(c.Request.Context(), h.store, h.audit, time.Now(), name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "Not found", "There is no join token "+name+" that is not revoked yet.")
+		h.errorPage(c, http.StatusNotFound, "No such join token", "There is no join token "+name+" that is not revoked yet. The join tokens page lists the live ones.")
 	case err != nil:
 		h.serverError(c, err)
 	default:

@@ -127,7 +127,7 @@ func isAPI(c *gin.Context) bool { return strings.HasPrefix(c.Request.URL.Path, "
 // NotFound answers unknown routes: JSON for the API, a page for browsers.
 func (h *Handler) NotFound(c *gin.Context) {
 	if isAPI(c) {
-		jsonError(c, http.StatusNotFound, "not_found", "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path, "")
+		jsonError(c, http.StatusNotFound, "not_found", "There is no endpoint "+c.Request.Method+" "+c.Request.URL.Path+". GET /api/v1/openapi.json lists them all.", "")
 		return
 	}
 	h.errorPage(c, http.StatusNotFound, "Page not found", "There is no page at "+c.Request.URL.Path+". Use the navigation above to find your way.")

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,7 +30,7 @@ func (h *Handler) startSession(c *gin.Context, user *models.User, next string) {
 func (h *Handler) SessionDestroy(c *gin.Context) {
 	p := principal(c)
 	if p.Session == nil {
-		jsonError(c, http.StatusBadRequest, "invalid", "an API token has no session to sign out of: revoke the token instead", "")
+		jsonError(c, http.StatusBadRequest, "invalid", "An API token has no session to sign out of: revoke the token instead.", "")
 		return
 	}
 	if err := h.identity.EndSession(c.Request.Context(), p); err != nil {
@@ -50,4 +51,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func capitalize(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// sentence is s capitalised and ended with a full stop where it has none.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "!") {
+		return capitalize(s)
+	}
+	return capitalize(s) + "."
 }

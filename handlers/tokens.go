@@ -54,7 +54,9 @@ func (h *Handler) TokenRevoke(c *gin.Context) {
 		return
 	}
 	err = h.identity.RevokeToken(c.Request.Context(), principal(c).User, id)
-	notFound := func() { h.errorPage(c, http.StatusNotFound, "No such token", "You have no token "+c.Param("id")+".") }
+	notFound := func() {
+		h.errorPage(c, http.StatusNotFound, "No such token", "You have no token "+c.Param("id")+". Your API tokens page lists yours.")
+	}
 	switch {
 	case errors.Is(err, identity.ErrNotYours):
 		h.conceal(c, "API token "+c.Param("id")+" belongs to another user", notFound)

@@ -1,11 +1,6 @@
 package templates
 
-import (
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "strconv"
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -78,17 +73,4 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-// sentence writes s, a message that may start lowercase and end bare, as a sentence.
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToUpper(r)) + s[n:]
-	if !strings.ContainsAny(s[len(s)-1:], ".!?") {
-		s += "."
-	}
-	return s
 }

@@ -45,7 +45,7 @@ type JobSummary struct {
 	ExitCode                                string
 	Submitted, Started, Finished, Ran       string
 	Terminal                                bool
-	// Failure says why a failed job failed: its last event's message, else its reason.
+	// Failure says why a failed job failed, as a sentence: its last event's message, else its reason.
 	Failure string
 	// RanSeconds is Ran in seconds. Counting: the job started and has not finished, so
 	// Ran grows by the second, which the page counts on from RanSeconds (joblive.js)
@@ -832,9 +832,9 @@ func JobLive(p Page, d JobPageData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var40 string
-			templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(sentence(d.Job.Failure))
+			templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(d.Job.Failure)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 206, Col: 32}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 206, Col: 22}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 			if templ_7745c5c3_Err != nil {

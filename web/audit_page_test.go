@@ -131,7 +131,7 @@ func TestAuditPageIsForAdminsAndAuditors(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("%s on the audit page = %d, want %d", name, res.StatusCode, want)
 		}
-		if want == http.StatusForbidden && !strings.Contains(body, "you may not read audit on this Gantry") {
+		if want == http.StatusForbidden && !strings.Contains(body, "You may not read the audit log") {
 			t.Errorf("the refusal does not say why: %.400s", body)
 		}
 	}

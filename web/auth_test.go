@@ -416,15 +416,15 @@ func TestBadInputIsRefusedAndAudited(t *testing.T) {
 			{"login without CSRF", anon, "POST", "/login", url.Values{"username": {"admin"}, "password": {s.password}}.Encode(), nil, 403, "security token is missing"},
 			{"form without CSRF", admin, "POST", "/tokens", url.Values{"name": {"x"}, "scope": {"write"}, "days": {"9"}}.Encode(), nil, 403, "security token is missing"},
 			{"form with a forged CSRF token", admin, "POST", "/tokens", url.Values{"csrf_token": {"forged"}, "name": {"x"}, "scope": {"write"}, "days": {"9"}}.Encode(), nil, 403, "out of date"},
-			{"oversized form", admin, "POST", "/tokens", "csrf_token=" + token + "&name=" + strings.Repeat("x", 2<<20), nil, 400, "the form is larger than 1024 KiB"},
-			{"malformed form", admin, "POST", "/tokens", "csrf_token=%zz&name=x", nil, 400, "the form could not be read"},
+			{"oversized form", admin, "POST", "/tokens", "csrf_token=" + token + "&name=" + strings.Repeat("x", 2<<20), nil, 400, "The form is larger than 1024 KiB"},
+			{"malformed form", admin, "POST", "/tokens", "csrf_token=%zz&name=x", nil, 400, "The form could not be read"},
 			{"tampered session cookie", anon, "GET", "/api/v1/me", "", map[string]string{"Cookie": handlers.SessionCookie + "=" + strings.Repeat("A", 43)}, 401, "unknown or ended session"},
 			{"malformed session cookie", anon, "GET", "/api/v1/me", "", map[string]string{"Cookie": handlers.SessionCookie + "=../../etc/passwd"}, 401, "malformed session cookie"},
 			{"forged API token", anon, "GET", "/api/v1/me", "", map[string]string{"Authorization": "Bearer gty_" + strings.Repeat("B", 43)}, 401, "unknown API token"},
 			{"not a Gantry token", anon, "GET", "/api/v1/me", "", map[string]string{"Authorization": "Bearer eyJhbGciOiJub25lIn0.e30."}, 401, "not a Gantry API token"},
-			{"not a bearer", anon, "GET", "/api/v1/me", "", map[string]string{"Authorization": "Basic YWRtaW46YWRtaW4="}, 401, "must be: Bearer"},
-			{"anonymous API call", anon, "GET", "/api/v1/me", "", nil, 401, "sign in first"},
-			{"POST to another project", anon, "PUT", "/api/v1/projects/default/members/mallory", `{"role": "team-lead"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 403, "you may not manage project in this project: you have no role"},
+			{"not a bearer", anon, "GET", "/api/v1/me", "", map[string]string{"Authorization": "Basic YWRtaW46YWRtaW4="}, 401, "must be Bearer"},
+			{"anonymous API call", anon, "GET", "/api/v1/me", "", nil, 401, "Sign in first, or send an API token"},
+			{"POST to another project", anon, "PUT", "/api/v1/projects/default/members/mallory", `{"role": "team-lead"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 403, "You may not manage the members of project default: you have no role in it. Ask a team lead of project default or a Gantry admin for the team-lead role."},
 			{"unknown project", anon, "GET", "/api/v1/projects/nope/members", "", map[string]string{"Authorization": "Bearer " + mallorySecret}, 404, `there is no project \"nope\"`},
 			{"malformed JSON", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role":`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `the body must be JSON`},
 			{"unknown role", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role": "owner"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `\"owner\" is not a project role`},
@@ -440,7 +440,7 @@ func TestBadInputIsRefusedAndAudited(t *testing.T) {
 				}
 				after, _ := st.CountAuditEvents(ctx, store.AuditFilter{})
 				switch {
-				case tc.status == 400 && tc.want != "the form is larger than 1024 KiB" && tc.want != "the form could not be read":
+				case tc.status == 400 && tc.want != "The form is larger than 1024 KiB" && tc.want != "The form could not be read":
 					// The handler's own validation: nothing changed, nothing to audit.
 					if after != events {
 						t.Errorf("refused input appended %d audit events", after-events)

@@ -46,13 +46,16 @@ type gate struct {
 // refusal is a request turned away: status, code and a message the caller can act on;
 // or, for a page that needs a signed-in user, a redirect to the login page.
 type refusal struct {
-	status   int
-	code     string
-	message  string
-	field    string // the request part at fault, for API error bodies
-	project  *int64
-	location string
-	htmx     bool // location is for htmx to open (HX-Redirect), not a redirect to follow
+	status  int
+	code    string
+	message string // for the API: a sentence, or with field what follows "field: "
+	field   string // the request part at fault, for API error bodies
+	// heading and page are what a page says, where its status's words and the message
+	// would not say what to do next.
+	heading, page string
+	project       *int64
+	location      string
+	htmx          bool // location is for htmx to open (HX-Redirect), not a redirect to follow
 }
 
 func (g *gate) check(rule Access) gin.HandlerFunc {
@@ -82,7 +85,7 @@ func (g *gate) check(rule Access) gin.HandlerFunc {
 		}
 		if rule.kind == noRule {
 			g.log.Error("route without an access rule", slog.String("method", c.Request.Method), slog.String("route", c.FullPath()))
-			g.refuse(c, refusal{status: http.StatusForbidden, code: "forbidden", message: "this route has no access rule, so Gantry refuses it"})
+			g.refuse(c, refusal{status: http.StatusForbidden, code: "forbidden", message: "Gantry refuses this address: it has no access rule. Tell a Gantry admin; it is a bug."})
 			return
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
@@ -110,11 +113,12 @@ func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 		return nil
 	}
 	if p.ReadOnly() && !safeMethod(c.Request.Method) {
-		return &refusal{status: http.StatusForbidden, code: "forbidden", message: "this API token is read-only: create one with scope write to change things"}
+		return &refusal{status: http.StatusForbidden, code: "forbidden", message: "This API token is read-only. To change things, create a token with scope write."}
 	}
 	ctx := c.Request.Context()
 	var perm authz.Permission
 	var err error
+	var projectName string
 	switch rule.kind {
 	case signedIn, platform:
 		perm, err = g.authz.Global(ctx, p.User.ID)
@@ -124,11 +128,12 @@ func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 			return r
 		}
 		c.Set(handlers.ProjectKey, proj)
+		projectName = proj.Name
 		perm, err = g.authz.InProject(ctx, p.User.ID, proj.ID)
 	}
 	if err != nil {
 		g.log.Error("authorize", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
-		return &refusal{status: http.StatusInternalServerError, code: "internal", message: "permissions could not be checked; try again"}
+		return &refusal{status: http.StatusInternalServerError, code: "internal", message: "Gantry could not check your permissions. Try again in a moment."}
 	}
 	if p.ReadOnly() {
 		perm = perm.ReadOnly()
@@ -139,22 +144,49 @@ func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 		if perm.ProjectID != 0 {
 			pid = &perm.ProjectID
 		}
-		return &refusal{status: http.StatusForbidden, code: "forbidden", message: denial(rule, perm), project: pid}
+		return &refusal{status: http.StatusForbidden, code: "forbidden", heading: "Not allowed", message: denial(rule, perm, projectName), project: pid}
 	}
 	return nil
 }
 
-// denial says what the caller lacks, in words.
-func denial(rule Access, perm authz.Permission) string {
-	where := "on this Gantry"
-	if rule.kind == project {
-		where = "in this project"
+// denial says, in the portal's words, what the caller may not do, what they have, and
+// whom to ask for what.
+func denial(rule Access, perm authz.Permission, projectName string) string {
+	if rule.kind != project {
+		switch {
+		case rule.object == authz.Audit:
+			return "You may not read the audit log: it is open to Gantry's admins and auditors. Ask an admin for the auditor role if you need it."
+		case rule.action == authz.Read:
+			return "You may not open the admin console: it is open to Gantry's admins and auditors. Ask an admin if you need something there."
+		}
+		return "You may not change this: only Gantry's admins manage people, teams, nodes, images, quotas and settings. Ask an admin to make the change."
 	}
-	roles := "no role"
+	have := "you have no role in it"
 	if len(perm.Roles) > 0 {
-		roles = "the role " + strings.Join(perm.Roles, ", ")
+		have = "your role there is " + strings.Join(perm.Roles, ", ")
 	}
-	return fmt.Sprintf("you may not %s %s %s: you have %s; ask a team lead or an admin for access", rule.action, rule.object, where, roles)
+	ask := "Ask a Gantry admin."
+	if role := authz.ProjectRoleFor(rule.object, rule.action); role != "" {
+		ask = fmt.Sprintf("Ask a team lead of project %s or a Gantry admin for the %s role.", projectName, role)
+	}
+	return fmt.Sprintf("You may not %s: %s. %s", projectDoing(rule.object, rule.action, projectName), have, ask)
+}
+
+// projectDoing names what a project rule allows, e.g. "see the jobs of project vision".
+func projectDoing(obj authz.Object, act authz.Action, name string) string {
+	switch {
+	case obj == authz.Jobs && act == authz.Read:
+		return "see the jobs of project " + name
+	case obj == authz.Jobs:
+		return "submit or change jobs in project " + name
+	case obj == authz.Project && act == authz.Read:
+		return "see project " + name
+	case obj == authz.Project && act == authz.Manage:
+		return "manage the members of project " + name
+	case obj == authz.Cost && act == authz.Read:
+		return "see the cost of project " + name
+	}
+	return "do this in project " + name
 }
 
 // checkScrape refuses a scrape without the metrics token, when the server has one.
@@ -167,7 +199,7 @@ func (g *gate) checkScrape(c *gin.Context) *refusal {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(sent)))
 	if !ok || subtle.ConstantTimeCompare(sum[:], g.metricsToken) != 1 {
 		return &refusal{status: http.StatusUnauthorized, code: "unauthorized",
-			message: "this Gantry's metrics need its metrics token: scrape with Authorization: Bearer <token> (serve's --metrics-token)"}
+			message: "This Gantry's metrics need its metrics token: scrape with Authorization: Bearer <token> (serve's --metrics-token)."}
 	}
 	return nil
 }
@@ -185,7 +217,7 @@ func (g *gate) authenticate(c *gin.Context, public bool) (*identity.Principal, *
 	case isAPIPath(c) && header != "":
 		token, ok := strings.CutPrefix(header, "Bearer ")
 		if !ok {
-			return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "the Authorization header must be: Bearer <API token>"}
+			return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "The Authorization header must be Bearer <API token>."}
 		}
 		p, err = g.identity.Token(ctx, strings.TrimSpace(token))
 	case cookie != "":
@@ -208,7 +240,7 @@ func (g *gate) authenticate(c *gin.Context, public bool) (*identity.Principal, *
 		return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
 	case err != nil:
 		g.log.Error("authenticate", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
-		return nil, &refusal{status: http.StatusInternalServerError, code: "internal", message: "your credentials could not be checked; try again"}
+		return nil, &refusal{status: http.StatusInternalServerError, code: "internal", message: "Gantry could not check your credentials. Try again in a moment."}
 	}
 	c.Set(handlers.PrincipalKey, p)
 	c.Set(handlers.UserKey, p.User)
@@ -238,7 +270,8 @@ func (g *gate) checkCSRF(c *gin.Context, p *identity.Principal) *refusal {
 		want = cookie
 	}
 	if want == "" || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(want)) != 1 {
-		return &refusal{status: http.StatusForbidden, code: "csrf", message: "this form's security token is missing or out of date: reload the page and try again"}
+		return &refusal{status: http.StatusForbidden, code: "csrf", heading: "This form has expired",
+			message: "This form's security token is missing or out of date. Reload the page and try again."}
 	}
 	return nil
 }
@@ -258,9 +291,9 @@ func parseForm(c *gin.Context) *refusal {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("the form is larger than %d KiB", maxBody>>10)}
+		return &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("The form is larger than %d KiB, the most Gantry takes.", maxBody>>10)}
 	case err != nil:
-		return &refusal{status: http.StatusBadRequest, code: "malformed", message: "the form could not be read: " + err.Error()}
+		return &refusal{status: http.StatusBadRequest, code: "malformed", message: "The form could not be read: " + err.Error() + "."}
 	}
 	return nil
 }
@@ -285,7 +318,8 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 		}
 		j, err := g.store.JobByID(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id"), field: "id"}
+			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id"), field: "id",
+				heading: "No such job", page: "There is no job " + c.Param("id") + ". Find yours on the jobs list."}
 		}
 		if err != nil {
 			return nil, g.internal(c, err)
@@ -300,7 +334,8 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 	}
 	p, err := g.store.ProjectByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name), field: "project"}
+		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name), field: "project",
+			heading: "No such project", page: fmt.Sprintf("There is no project %q. Your projects lists the ones you belong to.", name)}
 	}
 	if err != nil {
 		return nil, g.internal(c, err)
@@ -347,7 +382,7 @@ func bodyProject(c *gin.Context) (string, *refusal) {
 // the page it is on.
 func (g *gate) signInFirst(c *gin.Context) *refusal {
 	if isAPIPath(c) || !safeMethod(c.Request.Method) {
-		return &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "sign in first, or send an API token as Authorization: Bearer <token>"}
+		return &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: "Sign in first, or send an API token as Authorization: Bearer <token>."}
 	}
 	if c.GetHeader("HX-Request") == "true" {
 		next := c.Request.URL.RequestURI()
@@ -362,7 +397,7 @@ func (g *gate) signInFirst(c *gin.Context) *refusal {
 
 func (g *gate) internal(c *gin.Context, err error) *refusal {
 	g.log.Error("gate", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
-	return &refusal{status: http.StatusInternalServerError, code: "internal", message: "something went wrong on our side; try again"}
+	return &refusal{status: http.StatusInternalServerError, code: "internal", message: "Something went wrong on our side. Try again in a moment."}
 }
 
 // refuse answers r and audits it; sending a browser to the login page is not a refusal.
@@ -380,7 +415,7 @@ func (g *gate) refuse(c *gin.Context, r refusal) {
 	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound {
 		g.audited(c, r)
 	}
-	g.h.Refuse(c, r.status, r.code, r.message, r.field)
+	g.h.Refuse(c, handlers.Refusal{Status: r.status, Code: r.code, Message: r.message, Field: r.field, Heading: r.heading, Page: r.page})
 }
 
 // audited records a refusal; the request itself changes nothing.

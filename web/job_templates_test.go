@@ -126,7 +126,7 @@ func TestJobTemplatesThroughThePagesAndAPI(t *testing.T) {
 		}
 		before := s.denials("DELETE /api/v1/projects/default/templates/nightly")
 		if res, body := s.send(s.browser(), "DELETE", "/api/v1/projects/default/templates/nightly", "", bearer); res.StatusCode != http.StatusForbidden ||
-			!strings.Contains(body, "template nightly was saved by ada") || s.denials("DELETE /api/v1/projects/default/templates/nightly") != before+1 {
+			!strings.Contains(body, "Template nightly was saved by ada") || s.denials("DELETE /api/v1/projects/default/templates/nightly") != before+1 {
 			t.Fatalf("bob deletes ada's template = %d %s", res.StatusCode, body)
 		}
 

@@ -155,7 +155,7 @@ func (e *apiError) Error() string {
 		msg = e.Field + ": " + msg
 	}
 	if e.Status == http.StatusUnauthorized {
-		msg += " (sign in again with gantry login)"
+		msg = strings.TrimSuffix(msg, ".") + " (sign in again with gantry login)"
 	}
 	return msg
 }

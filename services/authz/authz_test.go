@@ -287,3 +287,27 @@ func TestPermissionsAtTheVersionReadWithTheCredential(t *testing.T) {
 		}
 	})
 }
+
+// What a refusal tells the caller to ask for is the weakest project role that allows it,
+// and no project role for what only admins do.
+func TestProjectRoleFor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		obj  authz.Object
+		act  authz.Action
+		want string
+	}{
+		{authz.Jobs, authz.Read, models.RoleViewer},
+		{authz.Jobs, authz.Write, models.RoleMember},
+		{authz.Project, authz.Read, models.RoleViewer},
+		{authz.Project, authz.Manage, models.RoleTeamLead},
+		{authz.Cost, authz.Read, models.RoleViewer},
+		{authz.Cost, authz.Write, ""},
+		{authz.Platform, authz.Read, ""},
+		{authz.Audit, authz.Read, ""},
+	} {
+		if got := authz.ProjectRoleFor(tc.obj, tc.act); got != tc.want {
+			t.Errorf("ProjectRoleFor(%s, %s) = %q, want %q", tc.obj, tc.act, got, tc.want)
+		}
+	}
+}

@@ -88,3 +88,17 @@ func projectDomain(id int64) string { return "project:" + strconv.FormatInt(id, 
 
 // newVersion names a policy state; any change writes a new one.
 func newVersion() string { return rand.Text() }
+
+// ProjectRoleFor is the weakest project role (viewer, member, team lead) that the
+// default role matrix lets act on obj, or "" when only a Gantry-wide role does: what a
+// refusal tells the caller to ask for.
+func ProjectRoleFor(obj Object, act Action) string {
+	for _, role := range []string{models.RoleViewer, models.RoleMember, models.RoleTeamLead} {
+		for _, l := range DefaultPolicy() {
+			if l[0] == role && (l[2] == "*" || l[2] == string(obj)) && (l[3] == "*" || l[3] == string(act)) {
+				return role
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,109 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// errorSection is the error of an error page: its status, heading and words.
+var errorSection = regexp.MustCompile(`(?s)<section class="error" role="alert">(.*?)</section>`)
+
+// Refusals say what happened and what to do next in the portal's words, as sentences:
+// a 403 names what the caller may not do, the role they have and whom to ask for which
+// role (never an internal name such as "platform"); a 404 names what is missing and
+// where to look. The API answers the same words in its usual error body; a message with
+// a field is what follows "field: ", as every field error.
+func TestRefusalsSayWhatToDoNext(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		vic, vicUser := s.member("vic")
+		p, err := st.ProjectByName(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.az.SetProjectRole(ctx, vicUser, p, models.RoleViewer); err != nil {
+			t.Fatal(err)
+		}
+		olga, _ := s.member("olga")
+		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+
+		pages := []struct {
+			who    string
+			c      *http.Client
+			path   string
+			status int
+			want   string // the error's words, tags dropped
+		}{
+			{"a member", ada, "/admin", 403, "403 Not allowed You may not open the admin console: it is open to Gantry's admins and auditors. Ask an admin if you need something there."},
+			{"a member", ada, "/admin/audit", 403, "403 Not allowed You may not read the audit log: it is open to Gantry's admins and auditors. Ask an admin for the auditor role if you need it."},
+			{"an outsider", olga, "/jobs/" + m[1], 403, "403 Not allowed You may not see the jobs of project default: you have no role in it. Ask a team lead of project default or a Gantry admin for the viewer role."},
+			{"a viewer", vic, "/jobs/new?project=default&template=nightly", 404, "404 No such template Project default has no template called nightly. Its templates are listed on the submit form."},
+			{"a member", ada, "/jobs/999999", 404, "404 No such job There is no job 999999. Find yours on the jobs list."},
+			{"a member", ada, "/projects/nope/templates", 404, `404 No such project There is no project "nope". Your projects lists the ones you belong to.`},
+			{"a member", ada, "/nowhere", 404, "404 Page not found There is no page at /nowhere. Use the navigation above to find your way."},
+		}
+		tags := regexp.MustCompile(`<[^>]*>`)
+		for _, pg := range pages {
+			res, body := s.send(pg.c, "GET", pg.path, "", nil)
+			sec := errorSection.FindStringSubmatch(body)
+			if res.StatusCode != pg.status || sec == nil {
+				t.Errorf("%s opening %s = %d without an error section; want %d", pg.who, pg.path, res.StatusCode, pg.status)
+				continue
+			}
+			words := strings.Join(strings.Fields(html.UnescapeString(tags.ReplaceAllString(sec[1], " "))), " ")
+			if !strings.HasPrefix(words, pg.want) {
+				t.Errorf("%s opening %s reads %q; want %q", pg.who, pg.path, words, pg.want)
+			}
+			if strings.Contains(words, "platform") {
+				t.Errorf("%s opening %s is told of %q", pg.who, pg.path, words)
+			}
+		}
+
+		token, _, err := s.id.CreateToken(ctx, vicUser, "v", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + token}
+		api := []struct {
+			method, path, body string
+			status             int
+			want               map[string]string
+		}{
+			{"POST", "/api/v1/jobs", `{"project": "default", "name": "x", "command": ["true"]}`, 403, map[string]string{"code": "forbidden",
+				"message": "You may not submit or change jobs in project default: your role there is viewer. Ask a team lead of project default or a Gantry admin for the member role."}},
+			{"GET", "/api/v1/jobs/999999", "", 404, map[string]string{"code": "not_found", "message": "there is no job 999999", "field": "id"}},
+			{"GET", "/api/v1/nowhere", "", 404, map[string]string{"code": "not_found", "message": "There is no endpoint GET /api/v1/nowhere. GET /api/v1/openapi.json lists them all."}},
+		}
+		for _, a := range api {
+			res, body := s.send(s.browser(), a.method, a.path, a.body, bearer)
+			var got struct{ Error map[string]string }
+			if err := json.Unmarshal([]byte(body), &got); err != nil || res.StatusCode != a.status || len(got.Error) != len(a.want) {
+				t.Errorf("%s %s = %d %s; want %d with %v", a.method, a.path, res.StatusCode, body, a.status, a.want)
+				continue
+			}
+			for k, v := range a.want {
+				if got.Error[k] != v {
+					t.Errorf("%s %s: error %s = %q, want %q", a.method, a.path, k, got.Error[k], v)
+				}
+			}
+		}
+	})
+}
