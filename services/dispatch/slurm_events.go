@@ -41,9 +41,9 @@ func (p *SlurmPools) apply(ctx context.Context, sp *slurmPool, e slurm.Event) er
 		if err != nil {
 			return err
 		}
-		if row.StopReason != "" && e.Kind == slurm.EventRunEnded && (!e.Final || e.Record.State == "CANCELLED") {
+		if row.StopReason != "" && (e.Kind == slurm.EventRunEnded && (!e.Final || e.Record.State == "CANCELLED") || vanishedStopping(e, row, job)) {
 			// Gantry stopped this run (a cancel, or a checkpoint-stop for preemption,
-			// drain or governance): it ends as Gantry asked, and never runs again.
+			// drain, governance or a hold): it ends as Gantry asked, and never runs again.
 			cancel, ended = !e.Final, true
 			if err := p.stoppedRun(ctx, tx, sp, row, job, e); err != nil {
 				return err
@@ -74,6 +74,13 @@ func (p *SlurmPools) apply(ctx context.Context, sp *slurmPool, e slurm.Event) er
 		}
 	}
 	return nil
+}
+
+// vanishedStopping says whether e is a Slurm job vanishing while the attempt it runs
+// is being stopped by Gantry to checkpoint: it ends as that stop says (a held job
+// stays held), not as lost.
+func vanishedStopping(e slurm.Event, row *models.SlurmJob, job *models.Job) bool {
+	return e.Kind == slurm.EventVanished && job.State == models.JobPreempting && job.Attempt == row.CurrentAttempt
 }
 
 // decide applies services/slurm's Decide to the job. It reports whether Slurm's job
@@ -299,10 +306,11 @@ func rebind(ctx context.Context, tx *store.Store, row *models.SlurmJob, attempt 
 
 // stoppedRun ends a run that Gantry stopped: its allocations end with the reason
 // Gantry gave (a checkpoint-stop requeues the job to resume from its checkpoint, a
-// cancelled job stays cancelled), charged with what Slurm accounted.
+// cancelled job stays cancelled), charged with what Slurm accounted (until now for a
+// Slurm job that vanished).
 func (p *SlurmPools) stoppedRun(ctx context.Context, tx *store.Store, sp *slurmPool, row *models.SlurmJob, job *models.Job, e slurm.Event) error {
 	var run *slurm.Run
-	if e.Record.Ran() {
+	if e.Record != nil && e.Record.Ran() {
 		run = e.Record
 	}
 	if err := p.svc.endSlurmAttempt(ctx, tx, row.JobID, row.CurrentAttempt, run, row.StopReason, nil); err != nil {

@@ -532,6 +532,53 @@ func TestSlurmPoolSparesAnotherJobUnderItsID(t *testing.T) {
 	})
 }
 
+// A job running on Slurm is held, so Gantry asks its Slurm job to checkpoint; Slurm
+// runs another job under that id now, one submitted outside Gantry (as when Slurm's
+// job ids restart under a leader that knew the old ones): that job is not signalled,
+// the Gantry job says why, and it ends held, as its hold asked.
+func TestSlurmPoolSparesAnotherJobWhenCheckpointing(t *testing.T) {
+	eachSlurm(t, func(c *dispatch.SlurmConfig) { c.InventoryEvery = time.Hour }, func(t *testing.T, s *slurmEnv) {
+		j := s.submit("held", 1, func(j *models.Job) { j.GPUModel, j.Command = "L4-24GB", `["sleep","300"]` })
+		s.untilState(j.ID, models.JobRunning)
+		// No pass of the leader from here until a new one follows the job: it would see
+		// Gantry's Slurm job cancelled.
+		r := s.slurmJobs(j.ID)[0]
+		if out, err := s.slurmCmd("scancel", r.SlurmJobID).CombinedOutput(); err != nil {
+			t.Fatalf("scancel %s: %v: %s", r.SlurmJobID, err, out)
+		}
+		signals := filepath.Join(t.TempDir(), "signals")
+		theirs := s.foreignJob(t, "-J theirs", "trap 'echo USR1 >> "+signals+"' USR1; while :; do sleep 0.2; done")
+		deadline := time.Now().Add(time.Minute)
+		for s.slurmState(theirs) != "RUNNING" || s.slurmState(r.SlurmJobID) == "RUNNING" {
+			if time.Now().After(deadline) {
+				t.Fatalf("Slurm job %s: %s, the other job %s: %s; want it running alone", r.SlurmJobID, s.slurmState(r.SlurmJobID), theirs, s.slurmState(theirs))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		r.SlurmJobID = theirs
+		if err := s.st.SaveSlurmJob(s.ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		s.sp = s.svc.SlurmPools(s.scfg)
+		if _, err := s.svc.HoldJob(s.ctx, j.ID, "user:ada", ""); err != nil {
+			t.Fatal(err)
+		}
+		s.untilState(j.ID, models.JobHeld)
+		if got := s.slurmState(theirs); got != "RUNNING" {
+			t.Errorf("the other job under the id: %q, want it running", got)
+		}
+		time.Sleep(time.Second) // a USR1 sent would have reached its trap
+		if got, _ := os.ReadFile(signals); len(got) != 0 {
+			t.Errorf("the other job under the id was signalled: %q", got)
+		}
+		wantContains(t, "events", s.eventsOf(j.ID), "[slurm-id-reused] Slurm job "+theirs+" not signalled to checkpoint: that id is no longer "+
+			s.installed().SlurmName(j.ID, 1)+`, which Gantry submitted, but another job, "theirs" of user `)
+		if rows := s.slurmJobs(j.ID); len(rows) != 1 || !rows[0].Done {
+			t.Errorf("Gantry's Slurm job, gone from Slurm: %+v", rows)
+		}
+	})
+}
+
 // checkpointing is a job that counts steps, saves its step on USR1 and exits, and
 // once resumed from that checkpoint says so and succeeds.
 const checkpointing = `state="$GANTRY_CHECKPOINT_DIR/state"
