@@ -316,15 +316,11 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 		if err != nil || id <= 0 {
 			return nil, &refusal{status: http.StatusBadRequest, code: "invalid", message: "a job id is a positive integer", field: "id"}
 		}
-		j, err := g.store.JobByID(ctx, id)
+		j, p, err := g.store.JobAndProject(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id"), field: "id",
 				heading: "No such job", page: "There is no job " + c.Param("id") + ". Find yours on the jobs list."}
 		}
-		if err != nil {
-			return nil, g.internal(c, err)
-		}
-		p, err := g.store.ProjectByID(ctx, j.ProjectID)
 		if err != nil {
 			return nil, g.internal(c, err)
 		}

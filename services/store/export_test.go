@@ -142,3 +142,6 @@ func (s *Store) ReadRow(ctx context.Context, query string, dest ...any) error {
 		return rows.Scan(dest...)
 	}})
 }
+
+// JobColumns and ProjectColumns are the columns JobAndProject reads.
+var JobColumns, ProjectColumns = jobColumns, projectColumns
