@@ -289,8 +289,8 @@ func (p *SlurmPools) unreachable(ctx context.Context, sp *slurmPool, now time.Ti
 		reason = clusterMovedPrefix + cause.Error()
 	}
 	if sp.down != "" && (moved == nil || sp.down == reason) {
-		// Noted when the outage began; a pool found on another cluster says so, as
-		// its nodes' reason is what lets an admin forget its jobs (ForgetSlurmJobs).
+		// Noted when the outage began; a pool found on another cluster says so, and
+		// is marked so, which lets an admin forget its jobs (ForgetSlurmJobs).
 		return nil
 	}
 	if moved != nil {

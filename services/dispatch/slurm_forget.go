@@ -22,10 +22,11 @@ const clusterMovedPrefix = "Slurm pool reaches another cluster: "
 // ids mean nothing, or another job, on the cluster the pool reaches now. Each job
 // whose current attempt waited or ran there fails as lost, saying so and who forgot
 // it; a job held in Gantry stays held (it is submitted anew once released); none of
-// those Slurm jobs is followed, stopped or read from again, and what ran is charged
-// up to the last time the leader saw the old cluster follow it (the mark's
-// LastSeenAt), not to the moment of forgetting. Audited (pool.slurm_jobs_forgotten). The pool takes the new cluster's
-// nodes on its next pass. It returns how many Slurm jobs were forgotten.
+// those Slurm jobs is followed, stopped or read from again, and what ran is charged up
+// to the last time the leader saw the old cluster follow it (the mark's LastSeenAt),
+// not to the moment of forgetting. Audited (pool.slurm_jobs_forgotten). The pool takes
+// the new cluster's nodes on its next pass. It returns how many Slurm jobs were
+// forgotten.
 func (s *Service) ForgetSlurmJobs(ctx context.Context, poolName, actor string) (int, error) {
 	forgotten := 0
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
@@ -90,19 +91,20 @@ func (s *Service) forgetSlurmJob(ctx context.Context, tx *store.Store, pool, clu
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Slurm job %s on cluster %s, which pool %s no longer reaches, forgotten by %s; charged until %s UTC, when Gantry last saw that cluster follow it; if it still runs there, Gantry no longer follows, stops or charges it",
-		r.SlurmJobID, cluster, pool, actor, seen.UTC().Format(time.DateTime))
+	forgot := fmt.Sprintf("Slurm job %s on cluster %s, which pool %s no longer reaches, forgotten by %s", r.SlurmJobID, cluster, pool, actor)
+	const untracked = "if it still runs there, Gantry no longer follows, stops or charges it"
 	switch {
 	case job.Attempt != r.CurrentAttempt || models.IsTerminal(job.State):
 		return endForgotten(ctx, tx, r, seen)
 	case job.State == models.JobHeld:
-		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job stays held, and is submitted anew once released", actor)
+		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", forgot+"; "+untracked+"; the job stays held, and is submitted anew once released", actor)
 	case job.State == models.JobQueued:
-		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", msg+"; the job is submitted anew once placed", actor)
+		return tx.NoteJob(ctx, job.ID, job.State, "slurm-forgotten", forgot+"; "+untracked+"; the job is submitted anew once placed", actor)
 	}
 	if err := endForgotten(ctx, tx, r, seen); err != nil {
 		return err
 	}
+	msg := fmt.Sprintf("%s; charged until %s UTC, when Gantry last saw that cluster follow it; %s", forgot, seen.UTC().Format(time.DateTime), untracked)
 	return tx.TransitionJob(ctx, job.ID, store.Transition{From: job.State, To: models.JobFailed, Reason: "lost", Message: msg, Actor: actor})
 }
 
