@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"sync"
+
+	"modernc.org/sqlite"
 )
 
 // maxPrepared bounds the statements a preparedPool keeps; past it, new texts run
@@ -66,4 +70,67 @@ func (p *preparedPool) QueryRowContext(ctx context.Context, query string, args .
 		return st.QueryRowContext(ctx, args...)
 	}
 	return p.DB.QueryRowContext(ctx, query, args...)
+}
+
+// keptConnector opens the read pool's connections to dsn: modernc's, each keeping the
+// statements of readRows compiled (keptConn).
+type keptConnector struct{ dsn string }
+
+func (k keptConnector) Connect(context.Context) (driver.Conn, error) {
+	c, err := k.Driver().Open(k.dsn)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := c.(sqliteConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("the SQLite driver's connection is a %T, which lacks what database/sql uses", c)
+	}
+	return &keptConn{sqliteConn: sc, stmts: map[string]driver.Stmt{}}, nil
+}
+
+func (keptConnector) Driver() driver.Driver { return &sqlite.Driver{} }
+
+// sqliteConn is what database/sql uses of a modernc.org/sqlite connection.
+type sqliteConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// keptConn is a connection with the statements that readRows ran on it, by text, up
+// to maxPrepared. Only the holder of the connection (database/sql lends it to one at
+// a time) touches stmts.
+type keptConn struct {
+	sqliteConn
+	stmts map[string]driver.Stmt
+}
+
+// query runs query on c, through its kept statement when there is or can be one.
+func (c *keptConn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	st := c.stmts[query]
+	if st == nil && len(c.stmts) < maxPrepared {
+		var err error
+		if st, err = c.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		c.stmts[query] = st
+	}
+	if st == nil {
+		return c.QueryContext(ctx, query, args)
+	}
+	return st.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+func (c *keptConn) Close() error {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	clear(c.stmts)
+	return c.sqliteConn.Close()
 }

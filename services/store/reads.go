@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,10 +38,14 @@ type rowScanner interface {
 // reads of every request (sign-in, the jobs page) skip gorm. On PostgreSQL outside
 // a transaction they go through pgx itself, all in one round trip: database/sql
 // would box each value of a row as a driver.Value and convert it again into its
-// field, which was half of a jobs page's query CPU.
+// field, which was half of a jobs page's query CPU. On SQLite outside a transaction
+// they run on one connection of the read pool, by the driver itself (readDriver).
 func (s *Store) readRows(ctx context.Context, reads ...read) error {
 	if s.pg != nil {
 		return s.readNative(ctx, reads)
+	}
+	if s.sqliteReads != nil {
+		return s.readDriver(ctx, reads)
 	}
 	for _, r := range reads {
 		if err := s.readSQL(ctx, r); err != nil {
@@ -58,6 +65,51 @@ func (s *Store) readSQL(ctx context.Context, r read) error {
 		return err
 	}
 	return s.driverError(rows.Err())
+}
+
+// readDriver runs reads on one connection of SQLite's read pool through the driver's
+// own statements (keptConn), without database/sql's part of each query and row: its
+// retries, the connection's lock at every row, a goroutine per query watching the
+// context (the driver has its own), and the conversion of each value into its field.
+// Each statement still reads at its own snapshot, as sequential reads would.
+func (s *Store) readDriver(ctx context.Context, reads []read) error {
+	conn, err := s.sqliteReads.Conn(ctx)
+	if err != nil {
+		return s.driverError(err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		c := driverConn.(*keptConn)
+		var rows driverRows
+		for _, r := range reads {
+			if err := s.readKept(ctx, c, &rows, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) readKept(ctx context.Context, c *keptConn, rows *driverRows, r read) error {
+	args := make([]driver.NamedValue, len(r.args))
+	for i, a := range r.args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		if err != nil {
+			return fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	res, err := c.query(ctx, r.query, args)
+	if err != nil {
+		return s.driverError(err)
+	}
+	defer res.Close()
+	rows.Rows, rows.err = res, nil
+	rows.values = slices.Grow(rows.values[:0], len(res.Columns()))[:len(res.Columns())]
+	if err := r.scan(rows); err != nil {
+		return err
+	}
+	return s.driverError(rows.err)
 }
 
 // readNative runs reads on one of the pool's connections through pgx: one read as a
@@ -312,4 +364,50 @@ func (r *sqlRows) Scan(dest ...any) error {
 		r.dest = append(r.dest, scanDest(d))
 	}
 	return r.Rows.Scan(r.dest...)
+}
+
+// driverRows scans a driver's rows, each read into values (reused from row to row).
+// A field takes a text (*string) or is a sql.Scanner after scanDest: what readRows'
+// reads on SQLite have, whose rows are texts (one json_array() each, or a name).
+type driverRows struct {
+	driver.Rows
+	values []driver.Value
+	err    error
+}
+
+func (r *driverRows) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	if err := r.Rows.Next(r.values); err != nil {
+		if err != io.EOF {
+			r.err = err
+		}
+		return false
+	}
+	return true
+}
+
+func (r *driverRows) Scan(dest ...any) error {
+	if len(dest) != len(r.values) {
+		return fmt.Errorf("scan %d columns into %d fields", len(r.values), len(dest))
+	}
+	for i, d := range dest {
+		if p, ok := d.(*string); ok {
+			v, ok := r.values[i].(string)
+			if !ok {
+				return fmt.Errorf("scan column %d: want text, got %T", i, r.values[i])
+			}
+			*p = v
+			continue
+		}
+		sc, ok := scanDest(d).(sql.Scanner)
+		if !ok {
+			return fmt.Errorf("scan column %d: cannot scan into %T", i, d)
+		}
+		if err := sc.Scan(r.values[i]); err != nil {
+			return fmt.Errorf("scan column %d: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -25,7 +25,8 @@ const SQLiteTimeParams = "_time_format=sqlite&_timezone=UTC"
 // sqliteDialector is gorm's view of SQLite over modernc.org/sqlite's own database/sql
 // driver, which keeps a prepared statement compiled between runs. Only what the store
 // uses is here: the schema is made by the SQL of migrations/, not by gorm. With
-// prepared, queries (not Exec) run through statements kept compiled: see preparedPool.
+// prepared, queries (not Exec) run through statements kept compiled: see preparedPool,
+// and keptConn for readRows.
 type sqliteDialector struct {
 	dsn      string
 	prepared bool
@@ -34,13 +35,14 @@ type sqliteDialector struct {
 func (sqliteDialector) Name() string { return "sqlite" }
 
 func (d sqliteDialector) Initialize(db *gorm.DB) error {
-	conn, err := sql.Open("sqlite", d.dsn)
-	if err != nil {
-		return err
-	}
-	db.ConnPool = conn
 	if d.prepared {
-		db.ConnPool = newPreparedPool(conn)
+		db.ConnPool = newPreparedPool(sql.OpenDB(keptConnector{dsn: d.dsn}))
+	} else {
+		conn, err := sql.Open("sqlite", d.dsn)
+		if err != nil {
+			return err
+		}
+		db.ConnPool = conn
 	}
 	// The engine (3.50) has RETURNING, so a Create reads back generated ids in its INSERT.
 	callbacks.RegisterDefaultCallbacks(db, &callbacks.Config{

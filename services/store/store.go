@@ -50,6 +50,9 @@ type Store struct {
 	// pg is PostgreSQL's pool outside a transaction, for readRows; nil on SQLite and
 	// inside InTx.
 	pg *sql.DB
+	// sqliteReads is SQLite's read pool outside a transaction, for readRows; nil on
+	// PostgreSQL and inside InTx.
+	sqliteReads *sql.DB
 	// texts are readNative's tables of a round trip's strings, for reuse.
 	texts *sync.Pool
 	// sqlTexts keeps the SQL of unfiltered lists (listedJobsSQL), sign-ins
@@ -141,7 +144,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	}
 	readDB.SetMaxOpenConns(sqliteReaders)
 	readDB.SetMaxIdleConns(sqliteReaders)
-	return &Store{db: db, reads: reads, sqlTexts: &sync.Map{}, dialect: migrations.SQLite}, nil
+	return &Store{db: db, reads: reads, sqliteReads: readDB, sqlTexts: &sync.Map{}, dialect: migrations.SQLite}, nil
 }
 
 // postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server fails fast.
