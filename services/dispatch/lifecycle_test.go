@@ -146,7 +146,7 @@ func TestFailureRetriesThenFails(t *testing.T) {
 			msgs = append(msgs, ev.Message)
 		}
 		joined := strings.Join(msgs, "|")
-		for _, want := range []string{"attempt 1 exited with code 3 (CUDA out of memory); retry 1 of 1", "attempt 2 exited with code 3 (CUDA out of memory); all 1 retries used"} {
+		for _, want := range []string{"attempt 1 exited with code 3 (CUDA out of memory); retry 1 of 1", "attempt 2 exited with code 3 (CUDA out of memory); its one retry used"} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("events lack %q: %v", want, msgs)
 			}

@@ -173,7 +173,7 @@ func TestSecretsInAgentMessagesAreMasked(t *testing.T) {
 			}
 		}
 		joined := strings.Join(msgs, "|")
-		for _, want := range []string{"attempt 1 exited with code 125 " + masked + "; retry 1 of 1", "attempt 2 exited with code 125 " + masked + "; all 1 retries used"} {
+		for _, want := range []string{"attempt 1 exited with code 125 " + masked + "; retry 1 of 1", "attempt 2 exited with code 125 " + masked + "; its one retry used"} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("events lack %q: %v", want, msgs)
 			}

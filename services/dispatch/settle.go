@@ -111,7 +111,7 @@ func (s *Service) fail(ctx context.Context, tx *store.Store, job *models.Job, a 
 	}
 	msg := what
 	if job.MaxRetries > 0 {
-		msg = fmt.Sprintf("%s; all %d retries used", what, job.MaxRetries)
+		msg = what + "; " + retriesUsed(job.MaxRetries)
 	}
 	return s.decide(ctx, tx, job, store.Transition{
 		From: job.State, To: models.JobFailed, Reason: reason, ExitCode: a.ExitCode, Message: msg, Actor: "system",
@@ -206,4 +206,12 @@ func (s *Service) endAllocations(ctx context.Context, tx *store.Store, node *mod
 		touched = append(touched, nodes...)
 	}
 	return touched, nil
+}
+
+// retriesUsed says that a job failed with every retry it had used: n > 0.
+func retriesUsed(n int) string {
+	if n == 1 {
+		return "its one retry used"
+	}
+	return fmt.Sprintf("all %d retries used", n)
 }

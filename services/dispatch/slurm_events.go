@@ -143,7 +143,7 @@ func (p *SlurmPools) step(ctx context.Context, tx *store.Store, sp *slurmPool, r
 		t.To, t.Retries, t.ExitCode = models.JobQueued, &used, nil
 		t.Message = fmt.Sprintf("%s; retry %d of %d", st.Message, used, job.MaxRetries)
 	case st.To == models.JobFailed && job.MaxRetries > 0:
-		t.Message = fmt.Sprintf("%s; all %d retries used", st.Message, job.MaxRetries)
+		t.Message = st.Message + "; " + retriesUsed(job.MaxRetries)
 	case st.NextAttempt:
 		next, err := p.nextAttempt(ctx, tx, row)
 		if err != nil {
