@@ -187,25 +187,31 @@ func scanJSONArray(row string, dest []any) error {
 }
 
 // nextJSONValue cuts the first value off s: a string's text (unescaped), or a literal
-// (number, null) as written.
+// (number, null) as written. The ends are found by IndexByte, not byte by byte: this
+// runs for every value of every row a request reads.
 func nextJSONValue(s string) (value string, isString bool, rest string, err error) {
 	if !strings.HasPrefix(s, `"`) {
-		end := strings.IndexAny(s, ",]")
-		if end <= 0 {
+		end := 0
+		for end < len(s) && s[end] != ',' && s[end] != ']' {
+			end++
+		}
+		if end == 0 || end == len(s) {
 			return "", false, "", errors.New("missing value")
 		}
 		return s[:end], false, s[end:], nil
 	}
-	hasEscapes := false
+	end := strings.IndexByte(s[1:], '"') + 1
+	if end == 0 {
+		return "", false, "", errors.New("unterminated string")
+	}
+	if strings.IndexByte(s[1:end], '\\') < 0 {
+		return s[1:end], true, s[end+1:], nil
+	}
 	for i := 1; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
-			hasEscapes = true
 			i++ // the escaped character, which may be a quote
 		case '"':
-			if !hasEscapes {
-				return s[1:i], true, s[i+1:], nil
-			}
 			var v string
 			if err := json.Unmarshal([]byte(s[:i+1]), &v); err != nil {
 				return "", false, "", err
