@@ -10,7 +10,7 @@ import (
 )
 
 // jobColumns and projectColumns are every column of a job and of a project, in the
-// order of jobAndProjectFields.
+// order of jobFields and projectFields.
 var (
 	jobColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "command", "env", "gpus", "gpu_milli",
 		"gpu_memory_mib", "gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "replicas", "kind", "priority_class",
@@ -22,12 +22,41 @@ var (
 
 // jobAndProjectFields are where the columns of jobColumns and projectColumns go.
 func jobAndProjectFields(j *models.Job, p *models.Project) []any {
+	return append(jobFields(j), projectFields(p)...)
+}
+
+// jobFields are where the columns of jobColumns go.
+func jobFields(j *models.Job) []any {
 	return []any{&j.ID, &j.Name, &j.ProjectID, &j.UserID, &j.ImageID, &j.ImageRef, &j.Command, &j.Env, &j.GPUs, &j.GPUMilli,
 		&j.GPUMemoryMiB, &j.GPUModel, &j.MIGProfile, &j.CPUMilli, &j.MemoryMiB, &j.ScratchMiB, &j.Replicas, &j.Kind, &j.PriorityClass,
 		&j.Preemptible, &j.Spot, &j.ExpectedRunSec, &j.MaxRetries, &j.Retries, &j.Attempt, &j.State, &j.StateReason, &j.PendingReason,
-		&j.ExitCode, &j.LastCheckpointAt, &j.SubmittedAt, &j.StartedAt, &j.FinishedAt, &j.CreatedAt, &j.UpdatedAt,
-		&p.ID, &p.TeamID, &p.Name, &p.DisplayName, &p.Archived, &p.AllowCustomImages, &p.AllowedPools,
+		&j.ExitCode, &j.LastCheckpointAt, &j.SubmittedAt, &j.StartedAt, &j.FinishedAt, &j.CreatedAt, &j.UpdatedAt}
+}
+
+// projectFields are where the columns of projectColumns go.
+func projectFields(p *models.Project) []any {
+	return []any{&p.ID, &p.TeamID, &p.Name, &p.DisplayName, &p.Archived, &p.AllowCustomImages, &p.AllowedPools,
 		&p.AllowedRegions, &p.ConfidentialOnly, &p.DefaultImageID, &p.CreatedAt, &p.UpdatedAt}
+}
+
+// rowRead reads the first row of query into dest (found says whether there was one):
+// on SQLite the row is one json_array() value of the columns.
+func (s *Store) rowRead(query string, args []any, dest []any, found *bool) read {
+	asJSON := s.dialect == migrations.SQLite
+	return read{query: query, args: args, scan: func(rows rowScanner) error {
+		if !rows.Next() {
+			return nil
+		}
+		*found = true
+		if !asJSON {
+			return rows.Scan(dest...)
+		}
+		var row string
+		if err := rows.Scan(&row); err != nil {
+			return err
+		}
+		return scanJSONArray(row, dest)
+	}}
 }
 
 // JobAndProject returns the job with id and its project, in one statement through
@@ -37,22 +66,7 @@ func (s *Store) JobAndProject(ctx context.Context, id int64) (*models.Job, *mode
 	var j models.Job
 	var p models.Project
 	found := false
-	dest := jobAndProjectFields(&j, &p)
-	asJSON := s.dialect == migrations.SQLite
-	err := s.readRows(ctx, read{query: s.jobAndProjectSQL(), args: []any{id}, scan: func(rows rowScanner) error {
-		if !rows.Next() {
-			return nil
-		}
-		found = true
-		if !asJSON {
-			return rows.Scan(dest...)
-		}
-		var row string
-		if err := rows.Scan(&row); err != nil {
-			return err
-		}
-		return scanJSONArray(row, dest)
-	}})
+	err := s.readRows(ctx, s.rowRead(s.jobAndProjectSQL(), []any{id}, jobAndProjectFields(&j, &p), &found))
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -62,21 +76,28 @@ func (s *Store) JobAndProject(ctx context.Context, id int64) (*models.Job, *mode
 	return &j, &p, nil
 }
 
-// jobAndProjectKey keeps the SQL of JobAndProject in Store.sqlTexts.
-type jobAndProjectKey struct{}
+// A rowKey keeps the SQL of a one-row read in Store.sqlTexts.
+type rowKey string
 
-// jobAndProjectSQL is JobAndProject's statement, written once per Store; on SQLite
-// the row is one json_array() value (see listedJobsQuery).
+// jobAndProjectSQL is JobAndProject's statement, written once per Store.
 func (s *Store) jobAndProjectSQL() string {
-	if q, ok := s.sqlTexts.Load(jobAndProjectKey{}); ok {
+	return s.rowSQL("job and project", append(qualified("j.", jobColumns), qualified("p.", projectColumns)...),
+		"jobs j JOIN projects p ON p.id = j.project_id", "j.id")
+}
+
+// rowSQL is the statement of a one-row read of cols from tables where key is the
+// argument, written once per Store by name; on SQLite the row is one json_array()
+// value (see listedJobsQuery).
+func (s *Store) rowSQL(name rowKey, cols []string, tables, key string) string {
+	if q, ok := s.sqlTexts.Load(name); ok {
 		return q.(string)
 	}
-	list := strings.Join(append(qualified("j.", jobColumns), qualified("p.", projectColumns)...), ", ")
+	list := strings.Join(cols, ", ")
 	param := "$1"
 	if s.dialect == migrations.SQLite {
 		list, param = "json_array("+list+")", "?"
 	}
-	q := "SELECT " + list + " FROM jobs j JOIN projects p ON p.id = j.project_id WHERE j.id = " + param
-	s.sqlTexts.Store(jobAndProjectKey{}, q)
+	q := "SELECT " + list + " FROM " + tables + " WHERE " + key + " = " + param
+	s.sqlTexts.Store(name, q)
 	return q
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
-// The gate of a job route reads the job and its project in one statement: both as
-// their getters read them, every column and NULL.
+// The gate of a job route reads the job and its project in one statement, and of a
+// project route the project by its name: as the gorm getters read them, every column
+// and NULL.
 func TestJobAndProjectReadAsTheirGetters(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -60,6 +61,13 @@ func TestJobAndProjectReadAsTheirGetters(t *testing.T) {
 			if !reflect.DeepEqual(project, wantProject) {
 				t.Errorf("project\n %+v\nwant\n %+v", project, wantProject)
 			}
+		}
+		byName, err := s.ProjectByName(ctx, "detect")
+		if want, _ := s.ProjectByID(ctx, p.ID); err != nil || !reflect.DeepEqual(byName, want) {
+			t.Errorf("project by name\n %+v, %v\nwant\n %+v", byName, err, want)
+		}
+		if _, err := s.ProjectByName(ctx, "no-such-project"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("no such project: %v, want ErrNotFound", err)
 		}
 		if full.ExitCode == nil || full.LastCheckpointAt == nil || bare.ImageID != nil {
 			t.Fatalf("the jobs do not cover NULL and its absence: %+v, %+v", full, bare)

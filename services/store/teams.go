@@ -41,10 +41,17 @@ func (s *Store) CreateProject(ctx context.Context, p *models.Project) error {
 	return nil
 }
 
-// ProjectByName returns the project called name.
+// ProjectByName returns the project called name. The gate of every project route and
+// a jobs list filtered by project ask for it, so it reads through readRows.
 func (s *Store) ProjectByName(ctx context.Context, name string) (*models.Project, error) {
 	var p models.Project
-	if err := translate(s.with(ctx).Where("name = ?", name).First(&p).Error); err != nil {
+	found := false
+	q := s.rowSQL("project by name", projectColumns, "projects", "name")
+	err := s.readRows(ctx, s.rowRead(q, []any{name}, projectFields(&p), &found))
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	if err != nil {
 		return nil, fmt.Errorf("project %s: %w", name, err)
 	}
 	return &p, nil
