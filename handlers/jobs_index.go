@@ -69,7 +69,7 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		d.Jobs[i] = templates.JobRow{
 			ID: j.ID, Name: j.Name, Project: j.ProjectName, User: j.Username,
 			State: j.State, StateReason: j.StateReason, Image: imageLabel(&j.Job), GPUs: gpuLabel(&j.Job),
-			Submitted: j.SubmittedAt.UTC().Format("2006-01-02 15:04"),
+			Submitted: j.SubmittedAt,
 		}
 	}
 	d.Next = page.NextCursor

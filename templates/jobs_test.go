@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchJobsData is a first page of the jobs list as an admin sees it: 25 jobs, 20
@@ -30,7 +31,7 @@ func benchJobsData() (Page, JobsData) {
 		d.Jobs = append(d.Jobs, JobRow{
 			ID: int64(99_999 - i), Name: fmt.Sprintf("train-%06d", 99_999-i), Project: "project-07", User: "user-042",
 			State: "failed", StateReason: "exit code 1", Image: "nvcr.io/nvidia/pytorch:24.07-py3", GPUs: "4 × A100",
-			Submitted: "2026-11-30 10:00",
+			Submitted: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
 		})
 	}
 	return p, d
@@ -56,7 +57,7 @@ func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
 	t.Parallel()
 	_, d := benchJobsData()
 	d.Jobs = []JobRow{{ID: 7, Name: `<script>x</script>`, Project: `a&b`, User: `"u"`, State: `failed`,
-		StateReason: `<b>oom</b>`, Image: `img'1`, GPUs: "1", Submitted: "2026-11-30 10:00"}}
+		StateReason: `<b>oom</b>`, Image: `img'1`, GPUs: "1", Submitted: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}}
 	var buf bytes.Buffer
 	if err := JobResults(d).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
@@ -107,6 +108,22 @@ func TestJobsFilterLinks(t *testing.T) {
 	} {
 		if got := string(c.f.link(c.sort, c.cursor)); got != c.want {
 			t.Errorf("%+v.link(%q, %q) = %s, want %s", c.f, c.sort, c.cursor, got, c.want)
+		}
+	}
+}
+
+// A row's submission time reads as time.Format writes it in UTC, from any zone and year.
+func TestAppendMinuteUTC(t *testing.T) {
+	t.Parallel()
+	east := time.FixedZone("east", 5*3600+30*60)
+	for _, at := range []time.Time{
+		time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 3, 7, 59, 999, east),
+		time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC), time.Date(26, 3, 5, 4, 9, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), {},
+	} {
+		if got, want := string(appendMinuteUTC([]byte("x"), at)), "x"+at.UTC().Format("2006-01-02 15:04"); got != want {
+			t.Errorf("appendMinuteUTC(%v) = %q, want %q", at, got, want)
 		}
 	}
 }

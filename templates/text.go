@@ -23,10 +23,14 @@ func (t text) Render(_ context.Context, w io.Writer) error {
 type stateBadge string
 
 func (s stateBadge) Render(_ context.Context, w io.Writer) error {
-	for _, part := range [...]string{`<span class="badge state-`, templ.EscapeString(string(s)), `">`, templ.EscapeString(stateLabel(string(s))), `</span>`} {
-		if _, err := io.WriteString(w, part); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := w.Write(appendStateBadge(make([]byte, 0, 64), string(s)))
+	return err
+}
+
+func appendStateBadge(b []byte, state string) []byte {
+	b = append(b, `<span class="badge state-`...)
+	b = append(b, templ.EscapeString(state)...)
+	b = append(b, `">`...)
+	b = append(b, templ.EscapeString(stateLabel(state))...)
+	return append(b, `</span>`...)
 }
