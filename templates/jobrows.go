@@ -11,8 +11,8 @@ import (
 
 // jobRows are the rows of the jobs list, written in Go rather than templ: templ boxes,
 // resolves and escapes every attribute value and writes each piece through its buffer,
-// which for 25 rows of eight cells was most of what drawing the page cost. Each row is
-// appended into one buffer and written at once. A row is
+// which for 25 rows of eight cells was most of what drawing the page cost. The rows are
+// appended into one lent buffer (scratch) and written at once. A row is
 //
 //	<tr data-job="ID"><td><a href="/jobs/ID">name</a> <span class="meta">#ID</span></td>
 //	<td>stateBadge, then <div class="meta">reason</div> when the reason says more</td>
@@ -24,14 +24,12 @@ import (
 type jobRows []JobRow
 
 func (rows jobRows) Render(_ context.Context, w io.Writer) error {
-	b := make([]byte, 0, 1024)
-	for i := range rows {
-		b = rows[i].appendHTML(b[:0])
-		if _, err := w.Write(b); err != nil {
-			return err
+	return writeAppended(w, func(b []byte) []byte {
+		for i := range rows {
+			b = rows[i].appendHTML(b)
 		}
-	}
-	return nil
+		return b
+	})
 }
 
 func (j *JobRow) appendHTML(b []byte) []byte {

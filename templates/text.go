@@ -23,8 +23,7 @@ func (t text) Render(_ context.Context, w io.Writer) error {
 type stateBadge string
 
 func (s stateBadge) Render(_ context.Context, w io.Writer) error {
-	_, err := w.Write(appendStateBadge(make([]byte, 0, 64), string(s)))
-	return err
+	return writeAppended(w, func(b []byte) []byte { return appendStateBadge(b, string(s)) })
 }
 
 func appendStateBadge(b []byte, state string) []byte {
