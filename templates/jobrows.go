@@ -5,8 +5,6 @@ import (
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/a-h/templ"
 )
 
 // jobRows are the rows of the jobs list, written in Go rather than templ: templ boxes,
@@ -38,24 +36,24 @@ func (j *JobRow) appendHTML(b []byte) []byte {
 	b = append(b, `"><td><a href="/jobs/`...)
 	b = strconv.AppendInt(b, j.ID, 10)
 	b = append(b, `">`...)
-	b = append(b, templ.EscapeString(j.Name)...)
+	b = appendEscaped(b, j.Name)
 	b = append(b, `</a> <span class="meta">#`...)
 	b = strconv.AppendInt(b, j.ID, 10)
 	b = append(b, `</span></td><td>`...)
 	b = appendStateBadge(b, j.State)
 	if j.StateReason != "" && j.StateReason != j.State {
 		b = append(b, `<div class="meta">`...)
-		b = append(b, templ.EscapeString(j.StateReason)...)
+		b = appendEscaped(b, j.StateReason)
 		b = append(b, `</div>`...)
 	}
 	b = append(b, `</td><td>`...)
-	b = append(b, templ.EscapeString(j.Project)...)
+	b = appendEscaped(b, j.Project)
 	b = append(b, `</td><td>`...)
-	b = append(b, templ.EscapeString(j.User)...)
+	b = appendEscaped(b, j.User)
 	b = append(b, `</td><td class="mono">`...)
-	b = append(b, templ.EscapeString(j.Image)...)
+	b = appendEscaped(b, j.Image)
 	b = append(b, `</td><td>`...)
-	b = append(b, templ.EscapeString(j.GPUs)...)
+	b = appendEscaped(b, j.GPUs)
 	b = append(b, `</td><td><time>`...)
 	b = appendMinuteUTC(b, j.Submitted)
 	return append(b, `</time></td></tr>`...)

@@ -31,7 +31,7 @@ func (o options) Render(_ context.Context, w io.Writer) error {
 func (o options) appendHTML(b []byte) []byte {
 	for _, v := range o.values {
 		b = append(b, `<option value="`...)
-		b = append(b, templ.EscapeString(v)...)
+		b = appendEscaped(b, v)
 		b = append(b, '"')
 		if v == o.selected {
 			b = append(b, ` selected`...)
@@ -41,7 +41,7 @@ func (o options) appendHTML(b []byte) []byte {
 		if o.label != nil {
 			label = o.label(v)
 		}
-		b = append(b, templ.EscapeString(label)...)
+		b = appendEscaped(b, label)
 		b = append(b, `</option>`...)
 	}
 	return b
