@@ -3,6 +3,9 @@ package templates
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"html"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,5 +100,41 @@ func TestInvalidIfSaysTrue(t *testing.T) {
 	html := buf.String()
 	if !regexp.MustCompile(`id="name"[^>]*aria-invalid="true"`).MatchString(html) || strings.Count(html, "aria-invalid") != 1 {
 		t.Errorf("the name field alone should say aria-invalid=\"true\":\n%s", html)
+	}
+}
+
+// The layout tells htmx to swap 400 and 422 answers (forms and filters shown again with
+// their error) and no other error, in JSON that htmx can read.
+func TestLayoutConfiguresHTMXSwaps(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := Home(Page{Title: "Home", Active: "home"}, HomeData{}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<meta name="htmx-config" content='([^']*)'>`).FindStringSubmatch(buf.String())
+	if m == nil {
+		t.Fatalf("no htmx-config meta in:\n%s", buf.String())
+	}
+	var cfg struct {
+		ResponseHandling []struct {
+			Code        string
+			Swap, Error bool
+		}
+	}
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &cfg); err != nil {
+		t.Fatalf("htmx-config %s: %v", m[1], err)
+	}
+	swaps := map[string]bool{}
+	for _, code := range []string{"200", "204", "302", "400", "403", "422", "500"} {
+		for _, r := range cfg.ResponseHandling {
+			if regexp.MustCompile(r.Code).MatchString(code) {
+				swaps[code] = r.Swap && !r.Error
+				break
+			}
+		}
+	}
+	want := map[string]bool{"200": true, "204": false, "302": true, "400": true, "403": false, "422": true, "500": false}
+	if !maps.Equal(swaps, want) {
+		t.Errorf("htmx swaps %v, want %v", swaps, want)
 	}
 }
