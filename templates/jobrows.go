@@ -31,14 +31,16 @@ func (rows jobRows) Render(_ context.Context, w io.Writer) error {
 }
 
 func (j *JobRow) appendHTML(b []byte) []byte {
+	var digits [20]byte
+	id := strconv.AppendInt(digits[:0], j.ID, 10)
 	b = append(b, `<tr data-job="`...)
-	b = strconv.AppendInt(b, j.ID, 10)
+	b = append(b, id...)
 	b = append(b, `"><td><a href="/jobs/`...)
-	b = strconv.AppendInt(b, j.ID, 10)
+	b = append(b, id...)
 	b = append(b, `">`...)
 	b = appendEscaped(b, j.Name)
 	b = append(b, `</a> <span class="meta">#`...)
-	b = strconv.AppendInt(b, j.ID, 10)
+	b = append(b, id...)
 	b = append(b, `</span></td><td>`...)
 	b = appendStateBadge(b, j.State)
 	if j.StateReason != "" && j.StateReason != j.State {
