@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -18,19 +17,7 @@ import (
 // already sent, or about no item, is left as it was.
 func TestMigrationGivesOldFeedbackMailsTheirTopic(t *testing.T) {
 	t.Parallel()
-	version := 0
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all {
-		if m.Name == "mail_outbox_old_topic" {
-			version = m.Version
-		}
-	}
-	if version == 0 {
-		t.Fatal("no migration mail_outbox_old_topic")
-	}
+	version := migrationVersion(t, "mail_outbox_old_topic")
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			cfg := b.Config(t)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -14,19 +13,7 @@ import (
 // and fragments dropped by the migration; pages without leave as they were.
 func TestMigrationKeepsOnlyThePathOfOldPages(t *testing.T) {
 	t.Parallel()
-	version := 0
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all {
-		if m.Name == "feedback_page_path" {
-			version = m.Version
-		}
-	}
-	if version == 0 {
-		t.Fatal("no migration feedback_page_path")
-	}
+	version := migrationVersion(t, "feedback_page_path")
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
