@@ -109,6 +109,32 @@ func TestJobPageLayoutInBrowser(t *testing.T) {
 	if l.Height > 2100 || !(l.State < l.Allocations && l.Allocations < l.Logs && l.Logs < l.Timeline) {
 		t.Errorf("on a phone the page is %.0f px tall (want at most 2,100), its parts %+v", l.Height, l)
 	}
+	// Each placement is a block that fits the width, every figure under its column's
+	// name, and the log controls take two rows at most.
+	phone := run(t, ctx, chromedp.Evaluate[struct {
+		AllocScroll, AllocWidth, LogControlRows int
+		AllocText                               string
+	}](`(() => {
+		const allocs = document.querySelector("[data-testid=allocations]").closest(".scroll");
+		let rows = 0, bottom = -Infinity;
+		for (const c of document.querySelector(".log-controls").children) {
+			const r = c.getBoundingClientRect();
+			if (r.top >= bottom) { rows++; }
+			bottom = Math.max(bottom, r.bottom);
+		}
+		return {AllocScroll: allocs.scrollWidth, AllocWidth: allocs.clientWidth, LogControlRows: rows, AllocText: allocs.innerText};
+	})()`))
+	if phone.AllocScroll > phone.AllocWidth {
+		t.Errorf("on a phone the allocations scroll sideways: %d px in %d", phone.AllocScroll, phone.AllocWidth)
+	}
+	for _, label := range []string{"Node", "GPUs", "State", "Attempt", "Replica", "Started", "Ended"} {
+		if !strings.Contains(phone.AllocText, label) {
+			t.Errorf("on a phone the allocations do not name %s: %q", label, phone.AllocText)
+		}
+	}
+	if phone.LogControlRows > 2 {
+		t.Errorf("on a phone the log controls take %d rows; want at most 2", phone.LogControlRows)
+	}
 	browsertest.Screenshot(t, ctx, "phone-job")
 	err := chromedp.Do(ctx,
 		chromedp.Focus("#timeline-fold summary"),
