@@ -93,6 +93,29 @@ func (s *slurmEnv) tick() {
 }
 
 // until ticks until cond holds, failing after two minutes with what.
+// wantChargedAsAllocated meters the ledger at 1,000 micro-units a GPU-second of an
+// A100 and checks that it charged alloc, a run of 1 GPU, for its whole seconds from
+// start to end; what names the run in the failure.
+func (s *slurmEnv) wantChargedAsAllocated(alloc models.Allocation, what string) {
+	s.t.Helper()
+	acc, err := accounting.New(s.st, s.audit, accounting.Config{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rate := models.CostRate{Resource: models.ResourceGPU, GPUModel: "A100-80GB", RateMicros: 3_600_000, EffectiveFrom: time.Now().Add(-24 * time.Hour)}
+	if _, err := acc.CreateRate(s.ctx, rate); err != nil {
+		s.t.Fatal(err)
+	}
+	rep, err := acc.Meter(s.ctx, time.Now())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ran := alloc.EndedAt.Truncate(time.Second).Sub(alloc.StartedAt.Truncate(time.Second))
+	if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
+		s.t.Errorf("charged %d micro-units for %s (%s) of 1 GPU at 1000 per GPU-second, want %d (report %+v)", rep.ChargedMicros, what, ran, want, rep)
+	}
+}
+
 func (s *slurmEnv) until(what string, cond func() bool) {
 	s.t.Helper()
 	s.untilSaying(what, cond, func() string { return "" })
@@ -313,22 +336,7 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 		}
 
 		// The ledger charges the run like an agent's: 1 GPU for the time Slurm accounted.
-		acc, err := accounting.New(s.st, s.audit, accounting.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rate := models.CostRate{Resource: models.ResourceGPU, GPUModel: "A100-80GB", RateMicros: 3_600_000, EffectiveFrom: time.Now().Add(-24 * time.Hour)}
-		if _, err := acc.CreateRate(s.ctx, rate); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := acc.Meter(s.ctx, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ran := allocs[0].EndedAt.Truncate(time.Second).Sub(allocs[0].StartedAt.Truncate(time.Second))
-		if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
-			t.Errorf("charged %d micro-units for a %s run of 1 GPU at 1000 per GPU-second, want %d (report %+v)", rep.ChargedMicros, ran, want, rep)
-		}
+		s.wantChargedAsAllocated(allocs[0], "a run")
 	})
 }
 
@@ -963,22 +971,7 @@ func TestSlurmPoolForgetsTheJobsOfItsOldCluster(t *testing.T) {
 			t.Errorf("the forgotten run's allocation: %+v, want it ended when the old cluster was last seen, %s, 3s or more before it was forgotten, %s",
 				allocs, move.LastSeenAt, forgot)
 		}
-		acc, err := accounting.New(s.st, s.audit, accounting.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rate := models.CostRate{Resource: models.ResourceGPU, GPUModel: "A100-80GB", RateMicros: 3_600_000, EffectiveFrom: time.Now().Add(-24 * time.Hour)}
-		if _, err := acc.CreateRate(s.ctx, rate); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := acc.Meter(s.ctx, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ran := allocs[0].EndedAt.Truncate(time.Second).Sub(allocs[0].StartedAt.Truncate(time.Second))
-		if want := int64(ran/time.Second) * 1000; rep.ChargedMicros != want {
-			t.Errorf("charged %d micro-units for the forgotten run of 1 GPU at 1000 per GPU-second, want %d for its %s until last seen (report %+v)", rep.ChargedMicros, want, ran, rep)
-		}
+		s.wantChargedAsAllocated(allocs[0], "the forgotten run, until the old cluster was last seen,")
 		s.until("the node to be of cluster elsewhere", func() bool { return models.SlurmClusterOf(*s.node1()) == "elsewhere" })
 		if n := s.node1(); n.State != models.NodeReady {
 			t.Errorf("the node of the pool's new cluster: %s (%s)", n.State, n.StateReason)
