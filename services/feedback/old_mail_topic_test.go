@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gantry-gpu/gantry/models"
-	"github.com/gantry-gpu/gantry/services/feedback"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
@@ -24,23 +23,7 @@ func TestMigrationGivesOldFeedbackMailsTheirTopic(t *testing.T) {
 			st := storetest.Open(t, cfg)
 			f := setup(t, st, "")
 			ctx := f.ctx
-			mine, err := f.svc.Submit(ctx, f.author.ID, feedback.Input{Category: "idea", Title: "Dark mode"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cy := &models.User{Username: "cy", Email: "cy@example.com"}
-			if err := st.CreateUser(ctx, cy); err != nil {
-				t.Fatal(err)
-			}
-			theirs, err := f.svc.Submit(ctx, cy.ID, feedback.Input{Category: "idea", Title: "Light mode"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range []*models.FeedbackItem{mine, theirs} {
-				if _, err := f.svc.Answer(ctx, it.ID, f.admin.ID, models.FeedbackPlanned, "Next release."); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mine, theirs := answeredPair(t, f, st)
 			link := fmt.Sprintf("/feedback/%d", mine.ID)
 			sent := f.now
 			others := []models.OutboxMail{
@@ -62,23 +45,23 @@ func TestMigrationGivesOldFeedbackMailsTheirTopic(t *testing.T) {
 			if applied, err := st.Migrate(ctx); err != nil || len(applied) != 1 || applied[0] != version {
 				t.Fatalf("migrate applied %v, %v; want %d", applied, err, version)
 			}
-			want := map[string]*models.User{"Dark mode": f.author, "Light mode": cy}
+			want := map[string]int64{"Dark mode": f.author.ID, "Light mode": theirs.UserID}
 			for _, l := range []string{link, fmt.Sprintf("/feedback/%d", theirs.ID), others[1].Link, others[2].Link} {
 				rows, err := st.OutboxMailsAbout(ctx, l)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, m := range rows {
-					var to *models.User
+					var to int64
 					for title, u := range want {
 						if strings.Contains(m.Subject, title) {
 							to = u
 						}
 					}
 					switch {
-					case to != nil && (m.Topic != models.MailTopicFeedback || m.UserID == nil || *m.UserID != to.ID):
-						t.Errorf("e-mail %q has topic %q to %v, want feedback to %s", m.Subject, m.Topic, m.UserID, to.Username)
-					case to == nil && (m.Topic != "" || m.UserID != nil):
+					case to != 0 && (m.Topic != models.MailTopicFeedback || m.UserID == nil || *m.UserID != to):
+						t.Errorf("e-mail %q has topic %q to %v, want feedback to user %d", m.Subject, m.Topic, m.UserID, to)
+					case to == 0 && (m.Topic != "" || m.UserID != nil):
 						t.Errorf("e-mail %q was given topic %q to %v, want it left as it was", m.Subject, m.Topic, m.UserID)
 					}
 				}

@@ -83,6 +83,30 @@ func setup(t *testing.T, st *store.Store, mailAddr string) fixture {
 	return f
 }
 
+// answeredPair files an idea by the fixture's author ("Dark mode") and one by cy, a user
+// with an e-mail address ("Light mode"), and answers both, which queues an e-mail to
+// each author.
+func answeredPair(t *testing.T, f fixture, st *store.Store) (mine, theirs *models.FeedbackItem) {
+	t.Helper()
+	mine, err := f.svc.Submit(f.ctx, f.author.ID, feedback.Input{Category: "idea", Title: "Dark mode"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cy := &models.User{Username: "cy", Email: "cy@example.com"}
+	if err := st.CreateUser(f.ctx, cy); err != nil {
+		t.Fatal(err)
+	}
+	if theirs, err = f.svc.Submit(f.ctx, cy.ID, feedback.Input{Category: "idea", Title: "Light mode"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []*models.FeedbackItem{mine, theirs} {
+		if _, err := f.svc.Answer(f.ctx, it.ID, f.admin.ID, models.FeedbackPlanned, "Next release."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mine, theirs
+}
+
 // deliver runs the leader's delivery round at the fixture's time plus d.
 func (f fixture) deliver(t *testing.T, d time.Duration) governance.DeliveryReport {
 	t.Helper()
@@ -398,23 +422,7 @@ func TestEmailsOffWithdrawsQueuedMail(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		f := setup(t, st, "")
 		ctx := f.ctx
-		mine, err := f.svc.Submit(ctx, f.author.ID, feedback.Input{Category: "idea", Title: "Dark mode"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cy := &models.User{Username: "cy", Email: "cy@example.com"}
-		if err := st.CreateUser(ctx, cy); err != nil {
-			t.Fatal(err)
-		}
-		theirs, err := f.svc.Submit(ctx, cy.ID, feedback.Input{Category: "idea", Title: "Light mode"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range []*models.FeedbackItem{mine, theirs} {
-			if _, err := f.svc.Answer(ctx, it.ID, f.admin.ID, models.FeedbackPlanned, "Next release."); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mine, _ := answeredPair(t, f, st)
 		if err := f.svc.SetEmails(ctx, f.author.ID, false); err != nil {
 			t.Fatal(err)
 		}
