@@ -70,6 +70,14 @@ func TestCPUOfAttemptsMeasuresTheProcessGroup(t *testing.T) {
 		for _, at := range ag.attempts {
 			at.files.signal(9)
 		}
+		// Each shim writes its exit status once its job dies, then ends: wait for that, or
+		// removing the attempt's TempDir races the write.
+		for _, at := range ag.attempts {
+			waitExit(t, at.files)
+			for deadline := time.Now().Add(30 * time.Second); at.files.shimAlive() && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 	})
 	m := newUsageMeter()
 	start := time.Now()
