@@ -67,6 +67,7 @@ func startContainer(t *testing.T, runtime, fence, script string, change ...func(
 	if _, err := launchShim(testShim(), f); err != nil {
 		t.Fatal(err)
 	}
+	endShimAtCleanup(t, f, func() { containertest.Remove(t, cli, ca.spec.Name) })
 	return ca
 }
 

@@ -47,7 +47,31 @@ func runAttempt(t *testing.T, fence string, env []string, script string) attempt
 	if _, err := launchShim(testShim(), f); err != nil {
 		t.Fatal(err)
 	}
+	endShimAtCleanup(t, f, func() {
+		if f.signal(syscall.SIGKILL) != nil {
+			syscall.Kill(readPID(f.path(shimPIDFile)), syscall.SIGKILL)
+		}
+	})
 	return f
+}
+
+// endShimAtCleanup stops what is left of the attempt with stop and waits for its shim
+// to end before the test's TempDirs go: a shim writes its exit status as its job
+// dies, and removing the directory while it writes fails the test ("directory not
+// empty").
+func endShimAtCleanup(t *testing.T, f attemptFiles, stop func()) {
+	t.Cleanup(func() {
+		if !f.shimAlive() {
+			return
+		}
+		stop()
+		for deadline := time.Now().Add(30 * time.Second); f.shimAlive(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the supervisor of %s did not end", f.dir)
+				return
+			}
+		}
+	})
 }
 
 // farFence is a lease file that will not run out during a test.

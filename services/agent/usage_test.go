@@ -66,19 +66,6 @@ func TestCPUOfAttemptsMeasuresTheProcessGroup(t *testing.T) {
 		waitFile(t, f.path(pidFile))
 		ag.attempts[refs[name]] = newAttempt(refs[name], f.dir, t.TempDir())
 	}
-	t.Cleanup(func() {
-		for _, at := range ag.attempts {
-			at.files.signal(9)
-		}
-		// Each shim writes its exit status once its job dies, then ends: wait for that, or
-		// removing the attempt's TempDir races the write.
-		for _, at := range ag.attempts {
-			waitExit(t, at.files)
-			for deadline := time.Now().Add(30 * time.Second); at.files.shimAlive() && time.Now().Before(deadline); {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	})
 	m := newUsageMeter()
 	start := time.Now()
 	m.report(start, ag.cpuOfAttempts(start))
