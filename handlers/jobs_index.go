@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -63,15 +62,7 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 			d.Projects = page.ProjectNames
 		}
 	}
-	d.Jobs = make([]templates.JobRow, len(page.Jobs))
-	for i := range page.Jobs {
-		j := &page.Jobs[i]
-		d.Jobs[i] = templates.JobRow{
-			ID: j.ID, Name: j.Name, Project: j.ProjectName, User: j.Username,
-			State: j.State, StateReason: j.StateReason, Image: imageLabel(&j.Job), GPUs: gpuLabel(&j.Job),
-			Submitted: j.SubmittedAt,
-		}
-	}
+	d.Jobs = page.Briefs
 	d.Next = page.NextCursor
 	// The fragment and the page live at one URL: caches must keep them apart.
 	c.Header("Vary", "HX-Request")
@@ -80,32 +71,4 @@ func (h *Handler) JobsIndex(c *gin.Context) {
 		return
 	}
 	render(c, status, templates.Jobs(h.page(c, "Jobs", "jobs"), d))
-}
-
-// gpuLabel says what a job asks of GPUs: a count, a share of one, or a MIG slice.
-func gpuLabel(j *models.Job) string {
-	switch {
-	case j.MIGProfile != "":
-		return "MIG " + j.MIGProfile
-	case j.GPUMilli > 0:
-		return strconv.FormatFloat(float64(j.GPUMilli)/1000, 'f', -1, 64) + " of 1"
-	case j.GPUs == 0:
-		return "none"
-	}
-	label := strconv.Itoa(j.GPUs)
-	if j.GPUModel != "" {
-		label += " × " + j.GPUModel
-	}
-	return label
-}
-
-// imageLabel is the job's image reference; jobs on their project's default have none.
-func imageLabel(j *models.Job) string {
-	switch {
-	case j.ImageRef != "":
-		return j.ImageRef
-	case j.ImageID != nil:
-		return "project default"
-	}
-	return "–"
 }

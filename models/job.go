@@ -91,6 +91,24 @@ type Job struct {
 	UpdatedAt        time.Time
 }
 
+// JobBrief is what the portal's jobs list shows of a job, with the names of its
+// project and submitter: a list of them is a third of the memory of as many Jobs.
+type JobBrief struct {
+	ID          int64
+	Name        string
+	ProjectName string
+	Username    string
+	ImageID     *int64
+	ImageRef    string
+	GPUs        int
+	GPUMilli    int
+	GPUModel    string
+	MIGProfile  string
+	State       string
+	StateReason string
+	SubmittedAt time.Time
+}
+
 // Allocation states.
 const (
 	AllocPending  = "pending"

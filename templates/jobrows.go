@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/gantry-gpu/gantry/models"
 )
 
 // jobRows are the rows of the jobs list, written in Go rather than templ: templ boxes,
@@ -18,19 +20,21 @@ import (
 //	<td><time>2006-01-02 15:04</time></td></tr>
 //
 // without the line breaks. Every string of the job is HTML-escaped as { s } would; the
-// id is digits and the time a fixed layout, so they are written as they are.
-type jobRows []JobRow
+// id is digits and the time a fixed layout, so they are written as they are. The
+// image and GPU cells are worded while they are written (appendImage, appendGPUs):
+// no label is made a string first.
+type jobRows []models.JobBrief
 
 func (rows jobRows) Render(_ context.Context, w io.Writer) error {
 	return writeAppended(w, func(b []byte) []byte {
 		for i := range rows {
-			b = rows[i].appendHTML(b)
+			b = appendJobRow(b, &rows[i])
 		}
 		return b
 	})
 }
 
-func (j *JobRow) appendHTML(b []byte) []byte {
+func appendJobRow(b []byte, j *models.JobBrief) []byte {
 	var digits [20]byte
 	id := strconv.AppendInt(digits[:0], j.ID, 10)
 	b = append(b, `<tr data-job="`...)
@@ -49,16 +53,45 @@ func (j *JobRow) appendHTML(b []byte) []byte {
 		b = append(b, `</div>`...)
 	}
 	b = append(b, `</td><td>`...)
-	b = appendEscaped(b, j.Project)
+	b = appendEscaped(b, j.ProjectName)
 	b = append(b, `</td><td>`...)
-	b = appendEscaped(b, j.User)
+	b = appendEscaped(b, j.Username)
 	b = append(b, `</td><td class="mono">`...)
-	b = appendEscaped(b, j.Image)
+	b = appendImage(b, j)
 	b = append(b, `</td><td>`...)
-	b = appendEscaped(b, j.GPUs)
+	b = appendGPUs(b, j)
 	b = append(b, `</td><td><time>`...)
-	b = appendMinuteUTC(b, j.Submitted)
+	b = appendMinuteUTC(b, j.SubmittedAt)
 	return append(b, `</time></td></tr>`...)
+}
+
+// appendImage appends the job's image reference; a job on its project's default has none.
+func appendImage(b []byte, j *models.JobBrief) []byte {
+	switch {
+	case j.ImageRef != "":
+		return appendEscaped(b, j.ImageRef)
+	case j.ImageID != nil:
+		return append(b, "project default"...)
+	}
+	return append(b, "–"...)
+}
+
+// appendGPUs appends what the job asks of GPUs: a count (of a model), a share of one,
+// or a MIG slice.
+func appendGPUs(b []byte, j *models.JobBrief) []byte {
+	switch {
+	case j.MIGProfile != "":
+		return appendEscaped(append(b, "MIG "...), j.MIGProfile)
+	case j.GPUMilli > 0:
+		return append(strconv.AppendFloat(b, float64(j.GPUMilli)/1000, 'f', -1, 64), " of 1"...)
+	case j.GPUs == 0:
+		return append(b, "none"...)
+	}
+	b = strconv.AppendInt(b, int64(j.GPUs), 10)
+	if j.GPUModel != "" {
+		b = appendEscaped(append(b, " × "...), j.GPUModel)
+	}
+	return b
 }
 
 // appendMinuteUTC appends t in UTC as "2006-01-02 15:04", as t.UTC().Format would,

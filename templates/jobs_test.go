@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gantry-gpu/gantry/models"
 )
 
 // benchJobsData is a first page of the jobs list as an admin sees it: 25 jobs, 20
@@ -28,10 +30,10 @@ func benchJobsData() (Page, JobsData) {
 		d.Projects = append(d.Projects, fmt.Sprintf("project-%02d", i))
 	}
 	for i := range 25 {
-		d.Jobs = append(d.Jobs, JobRow{
-			ID: int64(99_999 - i), Name: fmt.Sprintf("train-%06d", 99_999-i), Project: "project-07", User: "user-042",
-			State: "failed", StateReason: "exit code 1", Image: "nvcr.io/nvidia/pytorch:24.07-py3", GPUs: "4 × A100",
-			Submitted: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
+		d.Jobs = append(d.Jobs, models.JobBrief{
+			ID: int64(99_999 - i), Name: fmt.Sprintf("train-%06d", 99_999-i), ProjectName: "project-07", Username: "user-042",
+			State: "failed", StateReason: "exit code 1", ImageRef: "nvcr.io/nvidia/pytorch:24.07-py3", GPUs: 4, GPUModel: "A100",
+			SubmittedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
 		})
 	}
 	return p, d
@@ -56,8 +58,8 @@ func BenchmarkJobsPage(b *testing.B) {
 func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
 	t.Parallel()
 	_, d := benchJobsData()
-	d.Jobs = []JobRow{{ID: 7, Name: `<script>x</script>`, Project: `a&b`, User: `"u"`, State: `failed`,
-		StateReason: `<b>oom</b>`, Image: `img'1`, GPUs: "1", Submitted: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}}
+	d.Jobs = []models.JobBrief{{ID: 7, Name: `<script>x</script>`, ProjectName: `a&b`, Username: `"u"`, State: `failed`,
+		StateReason: `<b>oom</b>`, ImageRef: `img'1`, GPUs: 1, GPUModel: `<i>`, SubmittedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}}
 	var buf bytes.Buffer
 	if err := JobResults(d).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
@@ -65,12 +67,12 @@ func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
 	html := buf.String()
 	for _, want := range []string{`<tr data-job="7">`, `<a href="/jobs/7">&lt;script&gt;x&lt;/script&gt;</a>`, `<span class="meta">#7</span>`,
 		`<span class="badge state-failed">✗ failed</span>`, `<div class="meta">&lt;b&gt;oom&lt;/b&gt;</div>`,
-		`<td>a&amp;b</td>`, `<td>&#34;u&#34;</td>`, `<td class="mono">img&#39;1</td>`, `<time>2026-11-30 10:00</time>`} {
+		`<td>a&amp;b</td>`, `<td>&#34;u&#34;</td>`, `<td class="mono">img&#39;1</td>`, `<td>1 × &lt;i&gt;</td>`, `<time>2026-11-30 10:00</time>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the row lacks %s:\n%s", want, html)
 		}
 	}
-	if strings.Contains(html, "<script>") || strings.Contains(html, "<b>") {
+	if strings.Contains(html, "<script>") || strings.Contains(html, "<b>") || strings.Contains(html, "<i>") {
 		t.Errorf("the row writes markup from its data:\n%s", html)
 	}
 }
@@ -80,7 +82,7 @@ func TestJobRowsEscapeWhatTheyShow(t *testing.T) {
 func TestJobRowsShowOnlyReasonsThatSayMore(t *testing.T) {
 	t.Parallel()
 	_, d := benchJobsData()
-	d.Jobs = []JobRow{{ID: 1, State: "failed", StateReason: "failed"}, {ID: 2, State: "failed", StateReason: "oom_killed"}}
+	d.Jobs = []models.JobBrief{{ID: 1, State: "failed", StateReason: "failed"}, {ID: 2, State: "failed", StateReason: "oom_killed"}}
 	var buf bytes.Buffer
 	if err := JobResults(d).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
@@ -88,6 +90,33 @@ func TestJobRowsShowOnlyReasonsThatSayMore(t *testing.T) {
 	html := buf.String()
 	if strings.Contains(html, `<div class="meta">failed</div>`) || !strings.Contains(html, `<div class="meta">oom_killed</div>`) {
 		t.Errorf("the rows' reasons:\n%s", html)
+	}
+}
+
+// A job's image cell names its reference, or its project's default, or nothing; its
+// GPU cell what it asks of GPUs: a MIG slice, a share of one, a count of a model, none.
+func TestJobRowsWordImagesAndGPUs(t *testing.T) {
+	t.Parallel()
+	image := int64(3)
+	for _, c := range []struct {
+		job         models.JobBrief
+		image, gpus string
+	}{
+		{models.JobBrief{ImageRef: "nvcr.io/x:1", GPUs: 8, GPUModel: "H100"}, "nvcr.io/x:1", "8 × H100"},
+		{models.JobBrief{ImageID: &image, GPUs: 2}, "project default", "2"},
+		{models.JobBrief{GPUs: 1, GPUMilli: 250}, "–", "0.25 of 1"},
+		{models.JobBrief{GPUs: 1, MIGProfile: "1g.10gb", GPUMilli: 500}, "–", "MIG 1g.10gb"},
+		{models.JobBrief{ImageRef: "busybox"}, "busybox", "none"},
+	} {
+		_, d := benchJobsData()
+		d.Jobs = []models.JobBrief{c.job}
+		var buf bytes.Buffer
+		if err := JobResults(d).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if want := `<td class="mono">` + c.image + `</td><td>` + c.gpus + `</td>`; !strings.Contains(buf.String(), want) {
+			t.Errorf("%+v: the row lacks %s:\n%s", c.job, want, buf.String())
+		}
 	}
 }
 

@@ -66,16 +66,17 @@ type ListQuery struct {
 	// Brief reads only what the portal's list shows of a job: ID, name, project, user,
 	// image, GPUs, state and submission time; and PageLimit jobs unless Limit says.
 	Brief bool
-	// ProjectNames asks for every project's name with the page, in the same round
+	// ProjectNames asks for every project's name with a Brief page, in the same round
 	// trip: the filter of a caller who reads every project. Only with Scope.All.
 	ProjectNames bool
 }
 
 // ListPage is one page of the jobs list.
 type ListPage struct {
-	// Jobs hold every field but Command and Env (fewer with Brief), and the names
-	// of their project and user.
-	Jobs []store.ListedJob
+	// Jobs hold every field but Command and Env, and the names of their project and
+	// user; a Brief query fills Briefs instead.
+	Jobs   []store.ListedJob
+	Briefs []models.JobBrief
 	// NextCursor continues the list after this page; empty on the last page.
 	NextCursor string
 	// ProjectNames are every project's name, sorted, when the query asked for them.
@@ -96,19 +97,32 @@ func (s *Service) List(ctx context.Context, scope Scope, q ListQuery) (ListPage,
 	}
 	limit := f.Limit
 	f.Limit++
-	if q.ProjectNames && scope.All {
-		page.Jobs, page.ProjectNames, err = s.store.ListedJobsAndProjectNames(ctx, f)
-	} else {
+	switch {
+	case q.Brief && q.ProjectNames && scope.All:
+		page.Briefs, page.ProjectNames, err = s.store.BriefJobsAndProjectNames(ctx, f)
+	case q.Brief:
+		page.Briefs, err = s.store.BriefJobs(ctx, f)
+	default:
 		page.Jobs, err = s.store.ListedJobs(ctx, f)
 	}
 	if err != nil {
 		return ListPage{}, err
 	}
-	if len(page.Jobs) > limit {
-		page.Jobs = page.Jobs[:limit]
-		page.NextCursor = encodeCursor(q.Sort, store.KeyOf(&page.Jobs[limit-1].Job))
+	if q.Brief {
+		page.Briefs, page.NextCursor = cut(page.Briefs, limit, q.Sort, store.BriefKeyOf)
+	} else {
+		page.Jobs, page.NextCursor = cut(page.Jobs, limit, q.Sort, func(j *store.ListedJob) store.JobKey { return store.KeyOf(&j.Job) })
 	}
 	return page, nil
+}
+
+// cut keeps the first limit of rows, which were read one over it to learn whether
+// the list goes on; if it does, the cursor continues after the last row kept.
+func cut[T any](rows []T, limit int, sort string, key func(*T) store.JobKey) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	return rows[:limit], encodeCursor(sort, key(&rows[limit-1]))
 }
 
 // filter turns q into a store filter within scope.

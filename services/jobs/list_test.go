@@ -41,9 +41,25 @@ func TestListPageSizes(t *testing.T) {
 		} {
 			page, err := svc.List(ctx, jobs.Scope{All: true}, c.q)
 			must(t, err)
-			if len(page.Jobs) != c.want || (page.NextCursor == "") != c.lastPage {
-				t.Errorf("List(%+v) = %d jobs, next cursor %q; want %d, last page %v", c.q, len(page.Jobs), page.NextCursor, c.want, c.lastPage)
+			n, other := len(page.Jobs), len(page.Briefs)
+			if c.q.Brief {
+				n, other = other, n
 			}
+			if n != c.want || other != 0 || (page.NextCursor == "") != c.lastPage {
+				t.Errorf("List(%+v) = %d jobs and %d of the other kind, next cursor %q; want %d, last page %v", c.q, n, other, page.NextCursor, c.want, c.lastPage)
+			}
+		}
+		// A brief page's cursor continues where it ended.
+		first, err := svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true})
+		must(t, err)
+		rest, err := svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true, Cursor: first.NextCursor})
+		must(t, err)
+		seen := map[int64]bool{}
+		for _, b := range append(first.Briefs, rest.Briefs...) {
+			seen[b.ID] = true
+		}
+		if len(rest.Briefs) != 5 || len(seen) != jobs.PageLimit+5 || rest.NextCursor != "" {
+			t.Errorf("the second brief page = %d jobs (%d different in both pages), next cursor %q; want the other 5", len(rest.Briefs), len(seen), rest.NextCursor)
 		}
 	})
 }
@@ -68,18 +84,18 @@ func TestListWithProjectNames(t *testing.T) {
 		}
 		page, err := svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true, ProjectNames: true})
 		must(t, err)
-		if len(page.Jobs) != 2 || len(page.ProjectNames) != 2 || page.ProjectNames[0] != "detect" || page.ProjectNames[1] != "segment" {
-			t.Errorf("all projects' page = %d jobs, names %v; want 2 jobs and detect, segment", len(page.Jobs), page.ProjectNames)
+		if len(page.Briefs) != 2 || len(page.ProjectNames) != 2 || page.ProjectNames[0] != "detect" || page.ProjectNames[1] != "segment" {
+			t.Errorf("all projects' page = %d jobs, names %v; want 2 jobs and detect, segment", len(page.Briefs), page.ProjectNames)
 		}
 		page, err = svc.List(ctx, jobs.Scope{All: true}, jobs.ListQuery{Brief: true})
 		must(t, err)
-		if len(page.Jobs) != 2 || page.ProjectNames != nil {
-			t.Errorf("a page that asks for no names = %d jobs, names %v", len(page.Jobs), page.ProjectNames)
+		if len(page.Briefs) != 2 || page.ProjectNames != nil {
+			t.Errorf("a page that asks for no names = %d jobs, names %v", len(page.Briefs), page.ProjectNames)
 		}
 		page, err = svc.List(ctx, jobs.Scope{ProjectIDs: ids[:1]}, jobs.ListQuery{Brief: true, ProjectNames: true})
 		must(t, err)
-		if len(page.Jobs) != 1 || page.Jobs[0].ProjectName != "segment" || page.ProjectNames != nil {
-			t.Errorf("a member's page = %+v, names %v; want segment's job and no names", page.Jobs, page.ProjectNames)
+		if len(page.Briefs) != 1 || page.Briefs[0].ProjectName != "segment" || page.ProjectNames != nil {
+			t.Errorf("a member's page = %+v, names %v; want segment's job and no names", page.Briefs, page.ProjectNames)
 		}
 	})
 }

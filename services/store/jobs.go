@@ -65,6 +65,11 @@ func KeyOf(j *models.Job) JobKey {
 	return JobKey{SubmittedAt: j.SubmittedAt, Name: j.Name, GPUs: j.GPUs, ID: j.ID}
 }
 
+// BriefKeyOf is the sort key of a brief, as KeyOf.
+func BriefKeyOf(b *models.JobBrief) JobKey {
+	return JobKey{SubmittedAt: b.SubmittedAt, Name: b.Name, GPUs: b.GPUs, ID: b.ID}
+}
+
 // JobFilter selects jobs; zero fields select everything. Pages continue by keyset
 // (BeforeID, After), never by offset: a page deep into the list reads as few rows as
 // the first one (migrations 0009, 0013 and 0027 have an index for each filter in sort
@@ -124,7 +129,7 @@ func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error
 		}
 		return out, nil
 	}
-	r, err := s.listedJobsRead(f, &out)
+	r, err := listRead(s, f, &out, listedField, listedNames)
 	if err == nil {
 		err = s.readRows(ctx, r)
 	}
@@ -134,34 +139,51 @@ func (s *Store) ListedJobs(ctx context.Context, f JobFilter) ([]ListedJob, error
 	return out, nil
 }
 
-// ListedJobsAndProjectNames is ListedJobs (with named columns) and ProjectNames
-// together, for the jobs page of a caller who reads every project (its filter offers
-// every project): on PostgreSQL both go in one round trip.
-func (s *Store) ListedJobsAndProjectNames(ctx context.Context, f JobFilter) ([]ListedJob, []string, error) {
-	var jobs []ListedJob
+// BriefJobs returns what ListedJobs does as briefs, for the portal's list: f names
+// columns that a JobBrief holds.
+func (s *Store) BriefJobs(ctx context.Context, f JobFilter) ([]models.JobBrief, error) {
+	jobs, _, err := s.briefJobs(ctx, f, false)
+	return jobs, err
+}
+
+// BriefJobsAndProjectNames is BriefJobs and ProjectNames together, for the jobs page
+// of a caller who reads every project (its filter offers every project): on
+// PostgreSQL both go in one round trip.
+func (s *Store) BriefJobsAndProjectNames(ctx context.Context, f JobFilter) ([]models.JobBrief, []string, error) {
+	return s.briefJobs(ctx, f, true)
+}
+
+func (s *Store) briefJobs(ctx context.Context, f JobFilter, withNames bool) ([]models.JobBrief, []string, error) {
+	var jobs []models.JobBrief
 	var names []string
-	r, err := s.listedJobsRead(f, &jobs)
+	r, err := listRead(s, f, &jobs, briefField, briefNames)
 	if err == nil {
-		err = s.readRows(ctx, r, projectNamesRead(&names))
+		reads := []read{r}
+		if withNames {
+			reads = append(reads, projectNamesRead(&names))
+		}
+		err = s.readRows(ctx, reads...)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list jobs and project names: %w", err)
+		return nil, nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, names, nil
 }
 
-// listedJobsRead is the read of ListedJobs for named columns, into out. gorm only
-// writes the query: the rows are scanned straight into their fields (gorm's
-// reflection per row was a sixth of a list page's CPU), in place (a job is large,
-// and copying and regrowing them was a tenth), and by readRows (on PostgreSQL
-// through pgx itself).
-func (s *Store) listedJobsRead(f JobFilter, out *[]ListedJob) (read, error) {
+// listRead is the read of a list's named columns into out, a T a row: field says
+// where column col of a row goes in t (nil for one T does not hold), and names where
+// its project's and submitter's names go. gorm only writes the query: the rows are
+// scanned straight into their fields (gorm's reflection per row was a sixth of a
+// list page's CPU), in place (copying and regrowing rows was a tenth), and by
+// readRows (on PostgreSQL through pgx itself).
+func listRead[T any](s *Store, f JobFilter, out *[]T, field func(t *T, col string) any, names func(t *T) (project, user *string)) (read, error) {
 	cols := f.Columns
 	if len(cols) == 0 {
 		return read{}, errors.New("a list read names its columns")
 	}
+	var probe T
 	for _, c := range cols {
-		if jobField(&models.Job{}, c) == nil {
+		if field(&probe, c) == nil {
 			return read{}, fmt.Errorf("no field for column %q", c)
 		}
 	}
@@ -172,17 +194,18 @@ func (s *Store) listedJobsRead(f JobFilter, out *[]ListedJob) (read, error) {
 	}
 	limit := f.Limit
 	return read{query: query, args: args, scan: func(rows rowScanner) error {
-		*out = make([]ListedJob, 0, limit)
+		*out = make([]T, 0, limit)
 		dest := make([]any, len(cols)+2)
 		var row string
 		rowDest := []any{&row}
+		var zero T
 		for rows.Next() {
-			*out = append(*out, ListedJob{})
-			j := &(*out)[len(*out)-1]
+			*out = append(*out, zero)
+			t := &(*out)[len(*out)-1]
 			for i, c := range cols {
-				dest[i] = jobField(&j.Job, c)
+				dest[i] = field(t, c)
 			}
-			dest[len(cols)], dest[len(cols)+1] = &j.ProjectName, &j.Username
+			dest[len(cols)], dest[len(cols)+1] = names(t)
 			if !asJSON {
 				if err := rows.Scan(dest...); err != nil {
 					return err
@@ -198,6 +221,42 @@ func (s *Store) listedJobsRead(f JobFilter, out *[]ListedJob) (read, error) {
 		}
 		return nil
 	}}, nil
+}
+
+func listedField(j *ListedJob, col string) any { return jobField(&j.Job, col) }
+
+func listedNames(j *ListedJob) (project, user *string) { return &j.ProjectName, &j.Username }
+
+func briefNames(b *models.JobBrief) (project, user *string) { return &b.ProjectName, &b.Username }
+
+// briefField is where column col of a jobs row goes in b; nil for a column a brief
+// does not hold.
+func briefField(b *models.JobBrief, col string) any {
+	switch col {
+	case "id":
+		return &b.ID
+	case "name":
+		return &b.Name
+	case "image_id":
+		return &b.ImageID
+	case "image_ref":
+		return &b.ImageRef
+	case "gpus":
+		return &b.GPUs
+	case "gpu_milli":
+		return &b.GPUMilli
+	case "gpu_model":
+		return &b.GPUModel
+	case "mig_profile":
+		return &b.MIGProfile
+	case "state":
+		return &b.State
+	case "state_reason":
+		return &b.StateReason
+	case "submitted_at":
+		return &b.SubmittedAt
+	}
+	return nil
 }
 
 // listedJobsSQL is the SQL of a list read and its arguments, as gorm writes them. A

@@ -157,7 +157,7 @@ func BenchmarkJobsPageReads(b *testing.B) {
 				"gpus", "gpu_milli", "gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}}
 			cpu := processCPU(b)
 			for b.Loop() {
-				jobs, names, err := s.ListedJobsAndProjectNames(ctx, f)
+				jobs, names, err := s.BriefJobsAndProjectNames(ctx, f)
 				if err != nil || len(jobs) != 26 || len(names) != 4 {
 					b.Fatalf("%d jobs, %d names, %v", len(jobs), len(names), err)
 				}

@@ -422,6 +422,22 @@ func TestListedJobsReadNamedColumns(t *testing.T) {
 				t.Fatalf("listed\n %+v\nwant\n %+v", got[i], want)
 			}
 		}
+		// Briefs read the same of each job as ListedJobs, NULLs as nil.
+		briefCols := []string{"id", "name", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
+		briefs, err := s.BriefJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: briefCols, Limit: 2})
+		if err != nil || len(briefs) != 2 {
+			t.Fatalf("briefs = %v, %v", briefs, err)
+		}
+		for i, l := range got {
+			want := models.JobBrief{ID: l.ID, Name: l.Name, ProjectName: l.ProjectName, Username: l.Username, ImageID: l.ImageID, ImageRef: l.ImageRef,
+				GPUs: l.GPUs, GPUMilli: l.GPUMilli, GPUModel: l.GPUModel, MIGProfile: l.MIGProfile, State: l.State, StateReason: l.StateReason, SubmittedAt: l.SubmittedAt}
+			if !reflect.DeepEqual(briefs[i], want) {
+				t.Fatalf("brief\n %+v\nwant\n %+v", briefs[i], want)
+			}
+		}
+		if _, err := s.BriefJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"cpu_milli"}}); err == nil {
+			t.Error("a column a brief does not hold was read")
+		}
 		brief, err := s.ListedJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"id", "state"}, Limit: 1})
 		if err != nil || brief[0].ID != j.ID || brief[0].State != models.JobFailed || brief[0].Name != "" || brief[0].ExitCode != nil || brief[0].ProjectName != "segment" {
 			t.Fatalf("two columns = %+v, %v", brief, err)

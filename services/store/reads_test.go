@@ -89,14 +89,14 @@ func TestJobsPageReadsInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := store.JobFilter{Sort: store.JobsByName, Ascending: true, Columns: []string{"id", "name"}, Limit: 5}
-	wantJobs, err := s.ListedJobs(ctx, f)
+	wantJobs, err := s.BriefJobs(ctx, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first time, each statement is prepared on its connection first.
 	for i := range 2 {
 		before := trips.Count()
-		jobs, names, err := s.ListedJobsAndProjectNames(ctx, f)
+		jobs, names, err := s.BriefJobsAndProjectNames(ctx, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestJobsPageReadsInOneRoundTrip(t *testing.T) {
 			t.Errorf("the page's rows and names took %d round trips, want 1", n)
 		}
 	}
-	if _, _, err := s.ListedJobsAndProjectNames(ctx, store.JobFilter{}); err == nil {
+	if _, _, err := s.BriefJobsAndProjectNames(ctx, store.JobFilter{}); err == nil {
 		t.Error("a page that names no columns was read")
 	}
 }
