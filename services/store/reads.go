@@ -99,7 +99,14 @@ func (s *Store) readKept(ctx context.Context, c *keptConn, rows *driverRows, r r
 		}
 		args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 	}
-	res, err := c.query(ctx, r.query, args)
+	// The driver watches a context that can end with a goroutine of its own for every
+	// query, which costs more than a read of a page; these reads are bounded (a key,
+	// or a LIMIT over an index) and local, so a request that ends is not waited on
+	// for long: it is checked before the read, not watched during it.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res, err := c.query(context.WithoutCancel(ctx), r.query, args)
 	if err != nil {
 		return s.driverError(err)
 	}

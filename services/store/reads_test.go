@@ -63,6 +63,26 @@ func TestRequestReadsJoinTheTransaction(t *testing.T) {
 	})
 }
 
+// A request that has ended reads nothing more: its reads fail with its context's error.
+func TestRequestReadsOfAnEndedRequestFail(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		u, p := fixture(t, s)
+		if err := s.CreateJob(context.Background(), &models.Job{Name: "a", ProjectID: p.ID, UserID: u.ID, PriorityClass: "research"}, "test"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		f := store.JobFilter{Sort: store.JobsBySubmitted, Columns: []string{"id", "name"}, Limit: 5}
+		if jobs, names, err := s.BriefJobsAndProjectNames(ctx, f); err != nil || len(jobs) != 1 || len(names) != 1 {
+			t.Fatalf("before the end: %v, %v, %v", jobs, names, err)
+		}
+		cancel()
+		if _, _, err := s.BriefJobsAndProjectNames(ctx, f); !errors.Is(err, context.Canceled) {
+			t.Errorf("a read after the request ended: %v, want context.Canceled", err)
+		}
+	})
+}
+
 // The jobs page of a caller who reads every project needs its rows and every
 // project's name: on PostgreSQL they come in one round trip, as they would in two
 // separate reads.
