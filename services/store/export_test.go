@@ -92,6 +92,9 @@ func (s *Store) PlansOf(ctx context.Context, text string, fn func(tx *Store) err
 // ScanJSONArray is scanJSONArray, for tests of rows SQLite would not write.
 var ScanJSONArray = scanJSONArray
 
+// ScanJSONStrings is scanJSONStrings, for tests of rows SQLite would not write.
+var ScanJSONStrings = scanJSONStrings
+
 // AnalyzeJobs has PostgreSQL gather the jobs table's statistics, as autovacuum soon
 // would; SQLite is left without, as Gantry leaves it.
 func (s *Store) AnalyzeJobs(ctx context.Context) error {

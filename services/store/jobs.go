@@ -160,7 +160,7 @@ func (s *Store) briefJobs(ctx context.Context, f JobFilter, withNames bool) ([]m
 	if err == nil {
 		reads := []read{r}
 		if withNames {
-			reads = append(reads, projectNamesRead(&names))
+			reads = append(reads, s.projectNamesRead(&names))
 		}
 		err = s.readRows(ctx, reads...)
 	}

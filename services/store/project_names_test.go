@@ -38,6 +38,31 @@ func TestProjectNames(t *testing.T) {
 	})
 }
 
+// Names come back exactly, whatever they hold: on SQLite they are read out of one JSON
+// array, escapes and all. The first letters decide the order on any collation.
+func TestProjectNamesReadExactly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		_, detect := fixture(t, s)
+		odd := []string{`a"quoted"`, `b\back\`, "c\n\t\r\x01\x1f\x7f", "fé日本", "g😀", `h","i`, "j[]{}:,", "k</>&\u2028"}
+		for _, name := range odd {
+			if err := s.CreateProject(ctx, &models.Project{TeamID: detect.TeamID, Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := slices.Concat(odd[:3], []string{"detect"}, odd[3:])
+		names, err := s.ProjectNames(ctx)
+		if err != nil || !slices.Equal(names, want) {
+			t.Errorf("ProjectNames = %q, %v; want %q", names, err, want)
+		}
+		_, names, err = s.BriefJobsAndProjectNames(ctx, store.JobFilter{Columns: []string{"id"}, Limit: 1})
+		if err != nil || !slices.Equal(names, want) {
+			t.Errorf("the jobs page's names = %q, %v; want %q", names, err, want)
+		}
+	})
+}
+
 // A user's roles come by project name, with each project's team.
 func TestProjectRolesOfUser(t *testing.T) {
 	t.Parallel()

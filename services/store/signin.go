@@ -186,6 +186,36 @@ func scanJSONArray(row string, dest []any) error {
 	return nil
 }
 
+// scanJSONStrings reads the array of texts that SQLite's json_group_array() writes (no
+// spaces; [] for no rows). Texts without escapes are cut out of row, not copied.
+func scanJSONStrings(row string) ([]string, error) {
+	rest, ok := strings.CutPrefix(row, "[")
+	if !ok {
+		return nil, fmt.Errorf("scan a json_group_array row: it does not start with [: %.40q", row)
+	}
+	if rest == "]" {
+		return nil, nil
+	}
+	out := make([]string, 0, strings.Count(rest, ",")+1)
+	for {
+		value, isString, after, err := nextJSONValue(rest)
+		if err != nil {
+			return nil, fmt.Errorf("scan a json_group_array row, value %d: %w", len(out), err)
+		}
+		if !isString {
+			return nil, fmt.Errorf("scan a json_group_array row, value %d: want text, got %s", len(out), value)
+		}
+		out = append(out, value)
+		switch {
+		case after == "]":
+			return out, nil
+		case after == "" || after[0] != ',':
+			return nil, fmt.Errorf("scan a json_group_array row: want ',' or ']' after value %d", len(out)-1)
+		}
+		rest = after[1:]
+	}
+}
+
 // nextJSONValue cuts the first value off s: a string's text (unescaped), or a literal
 // (number, null) as written. The ends are found by IndexByte, not byte by byte: this
 // runs for every value of every row a request reads.

@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -207,4 +209,49 @@ func TestScanJSONArray(t *testing.T) {
 			t.Errorf("%s: scanned, want an error", row)
 		}
 	}
+}
+
+func TestScanJSONStrings(t *testing.T) {
+	for row, want := range map[string][]string{
+		`[]`:                         nil,
+		`["a"]`:                      {"a"},
+		`["a","",","]`:               {"a", "", ","},
+		`["a\"b","\\","\n\t\u0001"]`: {`a"b`, `\`, "\n\t\x01"},
+		`["é","\u00e9","😀","\ud83d\ude00","\/"]`: {"é", "é", "😀", "😀", "/"},
+	} {
+		got, err := store.ScanJSONStrings(row)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: scanned %q, %v; want %q", row, got, err, want)
+		}
+	}
+	for _, row := range []string{
+		``, `[`, `]`, `[,]`, `["a",]`, `["a"`, `["a""b"]`, `["a"]]`, `["a",1]`, `[null]`, `["a\"]`, `["\x"]`,
+	} {
+		if got, err := store.ScanJSONStrings(row); err == nil {
+			t.Errorf("%s: scanned %q, want an error", row, got)
+		}
+	}
+}
+
+// The reader of json_group_array() rows reads what encoding/json writes of any two
+// texts (which escapes more than SQLite: <, >, &, U+2028, invalid UTF-8) as
+// encoding/json reads it.
+func FuzzScanJSONStrings(f *testing.F) {
+	f.Add("detect", "speech")
+	f.Add(`a"b\c`, "\n\t\x01\u2028")
+	f.Add("é😀", "\xff<&>")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		row, err := json.Marshal([]string{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		if err := json.Unmarshal(row, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.ScanJSONStrings(string(row))
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: scanned %q, %v; want %q", row, got, err, want)
+		}
+	})
 }

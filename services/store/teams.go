@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -163,14 +166,38 @@ func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Proj
 // reflection than the query costs.
 func (s *Store) ProjectNames(ctx context.Context) ([]string, error) {
 	var out []string
-	if err := s.readRows(ctx, projectNamesRead(&out)); err != nil {
+	if err := s.readRows(ctx, s.projectNamesRead(&out)); err != nil {
 		return nil, fmt.Errorf("project names: %w", err)
 	}
 	return out, nil
 }
 
-// projectNamesRead reads every project's name, sorted, into out.
-func projectNamesRead(out *[]string) read {
+// projectNamesRead reads every project's name, sorted, into out. On SQLite they come
+// back as one json_group_array() row: the driver reads each row through several calls
+// and allocations, and 21 rows of one name cost more than one row of 21. They are
+// sorted here, in byte order as the column's BINARY collation has them: ORDER BY
+// within the aggregate would have SQLite sort them in a temporary b-tree rather than
+// walk the name index (twice the query's CPU), and the order of rows that an
+// aggregate's subquery sorts is the planner's, not a promise.
+func (s *Store) projectNamesRead(out *[]string) read {
+	if s.dialect == migrations.SQLite {
+		return read{query: "SELECT json_group_array(name) FROM projects", scan: func(rows rowScanner) error {
+			var row string
+			if !rows.Next() {
+				return errors.New("no row of project names")
+			}
+			if err := rows.Scan(&row); err != nil {
+				return err
+			}
+			names, err := scanJSONStrings(row)
+			if err != nil {
+				return err
+			}
+			slices.Sort(names)
+			*out = names
+			return nil
+		}}
+	}
 	return read{query: "SELECT name FROM projects ORDER BY name", scan: func(rows rowScanner) error {
 		var name string
 		dest := []any{&name}
