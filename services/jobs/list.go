@@ -36,11 +36,6 @@ var listColumns = []string{"id", "name", "project_id", "user_id", "image_id", "i
 	"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code", "submitted_at",
 	"started_at", "finished_at"}
 
-// briefColumns are what the portal's jobs list shows (its project and user by the
-// names read with them): less than half as many columns read.
-var briefColumns = []string{"id", "name", "image_id", "image_ref", "gpus", "gpu_milli",
-	"gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
-
 // Scope is where a caller may list jobs: every project (admins and auditors), or
 // the projects where they read jobs.
 type Scope struct {
@@ -64,7 +59,8 @@ type ListQuery struct {
 	Cursor string
 	Limit  string
 	// Brief reads only what the portal's list shows of a job: ID, name, project, user,
-	// image, GPUs, state and submission time; and PageLimit jobs unless Limit says.
+	// image, GPUs, state and submission time (store.BriefJobColumns, less than half the
+	// columns); and PageLimit jobs unless Limit says.
 	Brief bool
 	// ProjectNames asks for every project's name with a Brief page, in the same round
 	// trip: the filter of a caller who reads every project. Only with Scope.All.
@@ -137,7 +133,7 @@ func (s *Service) filter(ctx context.Context, scope Scope, q ListQuery) (store.J
 	f.Sort, f.Ascending = strings.TrimPrefix(q.Sort, "-"), !strings.HasPrefix(q.Sort, "-")
 	f.Limit, f.Columns = DefaultLimit, listColumns
 	if q.Brief {
-		f.Limit, f.Columns = PageLimit, briefColumns
+		f.Limit, f.Columns = PageLimit, store.BriefJobColumns
 	}
 	if q.Limit != "" {
 		n, err := strconv.Atoi(q.Limit)

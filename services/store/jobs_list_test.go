@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -260,6 +261,45 @@ func TestJobsListUsesIndexes(t *testing.T) {
 					t.Errorf("%s: the plan sorts or scans the table:\n%s", name, text)
 					break
 				}
+			}
+		}
+	})
+}
+
+// The portal's jobs page newest first, the page most read, reads on SQLite from the
+// index alone (migration 0034): the first page, the next and one bounded by
+// submission time. A column of store.BriefJobColumns that the index does not hold
+// would have SQLite read each job's row again. PostgreSQL reads jobs_submitted and
+// the rows, which its index-only scans could skip only for jobs that no longer change.
+func TestBriefJobsListReadsOnlyTheIndex(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		w := newJobsWorld(t, s)
+		want := "USING COVERING INDEX jobs_submitted_brief"
+		if s.Dialect() == migrations.Postgres {
+			want = "Index Scan Backward using jobs_submitted on jobs"
+		}
+		k := store.KeyOf(&w.all[5])
+		for name, f := range map[string]store.JobFilter{
+			"first page":  {},
+			"next page":   {After: &k},
+			"from a time": {SubmittedFrom: w.all[20].SubmittedAt},
+		} {
+			f.Sort, f.Columns, f.Limit = store.JobsBySubmitted, store.BriefJobColumns, 26
+			plan, err := s.JobsPlan(ctx, f)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var reads []string
+			for _, line := range plan {
+				if step := strings.TrimPrefix(strings.TrimSpace(line), "->  "); strings.HasPrefix(step, "SCAN jobs") ||
+					strings.HasPrefix(step, "SEARCH jobs") || strings.Contains(step, " on jobs") {
+					reads = append(reads, step)
+				}
+			}
+			if len(reads) != 1 || !strings.Contains(reads[0], want) {
+				t.Errorf("%s: jobs are read by %q, want one step %q:\n%s", name, reads, want, strings.Join(plan, "\n"))
 			}
 		}
 	})

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -74,4 +77,94 @@ func TestModelsMatchSchema(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Migration 0034 turns SQLite's jobs_submitted into the covering jobs_submitted_brief,
+// on a database with jobs, and leaves PostgreSQL's as it was; the list newest first
+// reads the same jobs in the same order after it.
+func TestMigrationCoversTheJobsPage(t *testing.T) {
+	t.Parallel()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(m migrations.Migration) bool { return m.Name == "jobs_submitted_brief" })
+	if i < 0 {
+		t.Fatal("no migration jobs_submitted_brief")
+	}
+	version := all[i].Version
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg := b.Config(t)
+			s := storetest.Open(t, cfg)
+			has, lacks := "jobs_submitted_brief", "jobs_submitted"
+			if b.Name == "postgres" {
+				has, lacks = lacks, has
+			}
+			check := func(when string) {
+				t.Helper()
+				idx := jobIndexes(t, cfg)
+				if !slices.Contains(idx, has) || slices.Contains(idx, lacks) {
+					t.Fatalf("%s: the jobs table has indexes %v, want %s and not %s", when, idx, has, lacks)
+				}
+			}
+			check("up to date")
+			seedJobs(t, cfg, s, 60)
+			f := store.JobFilter{Sort: store.JobsBySubmitted, Columns: store.BriefJobColumns, Limit: 26}
+			before, err := s.ListedJobs(ctx, f)
+			if err != nil || len(before) != 26 {
+				t.Fatalf("%d jobs listed, %v", len(before), err)
+			}
+			if b.Name == "sqlite" {
+				// As the database was before 0034.
+				storetest.Exec(t, cfg, "DROP INDEX jobs_submitted_brief")
+				storetest.Exec(t, cfg, "CREATE INDEX jobs_submitted ON jobs (submitted_at, id)")
+			}
+			storetest.Exec(t, cfg, "DELETE FROM schema_migrations WHERE version = "+strconv.Itoa(version))
+			if applied, err := s.Migrate(ctx); err != nil || !slices.Equal(applied, []int{version}) {
+				t.Fatalf("migrate applied %v, %v; want [%d]", applied, err, version)
+			}
+			check("migrated again")
+			after, err := s.ListedJobs(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(after, before) {
+				t.Errorf("after the migration the list reads %d jobs, not the %d it read before", len(after), len(before))
+			}
+		})
+	}
+}
+
+// jobIndexes names the indexes of the jobs table.
+func jobIndexes(t *testing.T, cfg store.Config) []string {
+	t.Helper()
+	db, err := storetest.SQL(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
+	if cfg.DatabaseURL != "" {
+		query = "SELECT indexname FROM pg_indexes WHERE tablename = 'jobs'"
+	}
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
