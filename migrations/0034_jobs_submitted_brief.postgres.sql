@@ -3,6 +3,7 @@
 -- pages the visibility map marks all-visible, and the first page of the list holds the
 -- newest jobs, the ones that change: after a state change of 3 of its 26 jobs, the page
 -- read 13 buffers through (submitted_at, id) INCLUDE (the brief columns) against 10
--- through jobs_submitted (4 and 5 when all were visible), from an index four times the
--- size (12 MB against 3 MB at 100,000 jobs) that every state change writes anew, as no
--- update of a job's state is HOT. docs/jobs-list-benchmark.md has the figures.
+-- through jobs_submitted (5 against 4 when all were visible). And the index would be
+-- four times the size (12 MB against 3 MB at 100,000 jobs), its entry written anew by
+-- every state change (as every index's: no update of a job's state is HOT).
+-- docs/jobs-list-benchmark.md has the figures.
