@@ -108,11 +108,11 @@ func (s *Store) Jobs(ctx context.Context, f JobFilter) ([]models.Job, error) {
 	return out, nil
 }
 
-// BriefJobColumns are what the portal's jobs list shows of a job (its project and user
-// by the names read with them). On SQLite the list newest first reads them, with the
-// project and user it joins, from index jobs_submitted_brief alone (migration 0034): a
-// column added here reads every job's row again unless a migration adds it to that index
-// (TestBriefJobsListReadsOnlyTheIndex).
+// BriefJobColumns are what the portal's jobs list shows of a job: the columns of a
+// models.JobBrief (its project and user by the names read with them). On SQLite the
+// list newest first reads them, with the project and user it joins, from index
+// jobs_submitted_brief alone (migration 0034): a column added here reads every job's
+// row again unless a migration adds it to that index (TestBriefJobsListReadsOnlyTheIndex).
 var BriefJobColumns = []string{"id", "name", "image_id", "image_ref", "gpus", "gpu_milli",
 	"gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
 

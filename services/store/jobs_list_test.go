@@ -463,8 +463,7 @@ func TestListedJobsReadNamedColumns(t *testing.T) {
 			}
 		}
 		// Briefs read the same of each job as ListedJobs, NULLs as nil.
-		briefCols := []string{"id", "name", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_model", "mig_profile", "state", "state_reason", "submitted_at"}
-		briefs, err := s.BriefJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: briefCols, Limit: 2})
+		briefs, err := s.BriefJobs(ctx, store.JobFilter{Sort: store.JobsBySubmitted, Columns: store.BriefJobColumns, Limit: 2})
 		if err != nil || len(briefs) != 2 {
 			t.Fatalf("briefs = %v, %v", briefs, err)
 		}

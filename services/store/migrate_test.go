@@ -113,7 +113,7 @@ func TestMigrationCoversTheJobsPage(t *testing.T) {
 			check("up to date")
 			seedJobs(t, cfg, s, 60)
 			f := store.JobFilter{Sort: store.JobsBySubmitted, Columns: store.BriefJobColumns, Limit: 26}
-			before, err := s.ListedJobs(ctx, f)
+			before, err := s.BriefJobs(ctx, f)
 			if err != nil || len(before) != 26 {
 				t.Fatalf("%d jobs listed, %v", len(before), err)
 			}
@@ -127,7 +127,7 @@ func TestMigrationCoversTheJobsPage(t *testing.T) {
 				t.Fatalf("migrate applied %v, %v; want [%d]", applied, err, version)
 			}
 			check("migrated again")
-			after, err := s.ListedJobs(ctx, f)
+			after, err := s.BriefJobs(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}
