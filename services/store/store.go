@@ -147,11 +147,14 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	return &Store{db: db, reads: reads, sqliteReads: readDB, sqlTexts: &sync.Map{}, dialect: migrations.SQLite}, nil
 }
 
-// postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server fails fast.
+// postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server
+// fails fast. The server is the URL's host, or as libpq has it a host parameter: a
+// server on the same machine is best reached through its Unix socket's directory
+// (postgres://USER@/DATABASE?host=/run/postgresql), which costs less than loopback TCP.
 func postgresDSN(raw string) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return "", fmt.Errorf("invalid --database-url %q: want postgres://USER:PASSWORD@HOST:PORT/DATABASE (leave it empty for the embedded SQLite in --data-dir)", Redact(raw))
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" && u.Query().Get("host") == "" {
+		return "", fmt.Errorf("invalid --database-url %q: want postgres://USER:PASSWORD@HOST:PORT/DATABASE, or postgres://USER@/DATABASE?host=/run/postgresql for a server's Unix socket (leave it empty for the embedded SQLite in --data-dir)", Redact(raw))
 	}
 	q := u.Query()
 	if q.Get("connect_timeout") == "" {
