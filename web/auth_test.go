@@ -228,7 +228,7 @@ func TestSignInRedirectsBackAndSignsOut(t *testing.T) {
 		}
 		replay := s.browser()
 		res, body = s.send(replay, "GET", "/api/v1/me", "", map[string]string{"Cookie": handlers.SessionCookie + "=" + old})
-		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "unknown or ended session") {
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Not signed in: unknown or ended session. Sign in again at /login.") {
 			t.Fatalf("the old cookie after sign-out = %d %s", res.StatusCode, body)
 		}
 		for _, a := range []string{"login", "login.failed", "logout"} {
@@ -348,7 +348,7 @@ func TestTokensPageAndBearerAPI(t *testing.T) {
 			t.Fatalf("revoke = %d", res.StatusCode)
 		}
 		res, body = s.send(api, "GET", "/api/v1/me", "", bearer)
-		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "was revoked") {
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `"Not signed in: API token `) || !strings.Contains(body, "was revoked. Create a new API token on your API tokens page (/tokens)") {
 			t.Fatalf("a revoked token = %d %s", res.StatusCode, body)
 		}
 		for _, a := range []string{"token.created", "token.revoked"} {
@@ -369,7 +369,7 @@ func TestTokensExpire(t *testing.T) {
 	}
 	s.clock.advance(25 * time.Hour)
 	res, body := s.send(s.browser(), "GET", "/api/v1/me", "", map[string]string{"Authorization": "Bearer " + secret})
-	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "expired at") {
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "expired at") || !strings.Contains(body, "Create a new API token") {
 		t.Fatalf("an expired token = %d %s", res.StatusCode, body)
 	}
 }

@@ -204,6 +204,17 @@ func (g *gate) checkScrape(c *gin.Context) *refusal {
 	return nil
 }
 
+// signInAgain says why a credential did not sign the request in, as a sentence, and
+// what to do next: a new API token for a token, a new sign-in for a session.
+func signInAgain(err error, token bool) string {
+	msg := err.Error()
+	msg = strings.ToUpper(msg[:1]) + msg[1:] + "."
+	if token {
+		return msg + " Create a new API token on your API tokens page (/tokens) and use it (gantry login --server URL takes it)."
+	}
+	return msg + " Sign in again at /login."
+}
+
 // authenticate finds the caller: a Bearer token on /api, else the session cookie. A
 // credential that does not hold is refused, except on public routes, where the caller just
 // counts as anonymous (the login page must open for a browser with an ended session).
@@ -237,7 +248,7 @@ func (g *gate) authenticate(c *gin.Context, public bool) (*identity.Principal, *
 			g.audited(c, refusal{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()})
 			return nil, g.signInFirst(c)
 		}
-		return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
+		return nil, &refusal{status: http.StatusUnauthorized, code: "unauthorized", message: signInAgain(err, header != "" && isAPIPath(c))}
 	case err != nil:
 		g.log.Error("authenticate", slog.String("request_id", c.GetString(handlers.RequestIDKey)), slog.Any("err", err))
 		return nil, &refusal{status: http.StatusInternalServerError, code: "internal", message: "Gantry could not check your credentials. Try again in a moment."}
