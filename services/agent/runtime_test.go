@@ -147,6 +147,12 @@ func TestShimRecordsOutputAndExitCode(t *testing.T) {
 	if f.jobPID() <= 0 {
 		t.Error("no job pid recorded")
 	}
+	// What the job printed and how it ended may quote a secret: only the agent's user reads them.
+	for _, name := range []string{stdoutFile, stderrFile, exitFile} {
+		if fi, err := os.Stat(f.path(name)); err != nil || fi.Mode().Perm() != outputMode {
+			t.Errorf("%s: %v, %v; want mode %o", name, fi.Mode().Perm(), err, outputMode)
+		}
+	}
 }
 
 func TestShimReportsACommandThatCannotStart(t *testing.T) {

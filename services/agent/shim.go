@@ -24,6 +24,11 @@ const (
 	stderrFile = "stderr.log"
 )
 
+// outputMode is the mode of what the job printed and of how it ended (exit.json keeps
+// the runtime's message as it came): either may quote a secret value, so only the
+// agent's user reads them, as the spec that holds the job's token.
+const outputMode = 0o600
+
 // shimSpec is what the agent asks a shim to run.
 type shimSpec struct {
 	Command []string `json:"command"`
@@ -62,7 +67,7 @@ func RunShim(dir string) int {
 	st, cleanup := superviseAttempt(dir, signals)
 	b, err := json.Marshal(st)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(dir, exitFile), b, 0o644)
+		err = writeFileAtomic(filepath.Join(dir, exitFile), b, outputMode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gantry shim:", err)
@@ -88,12 +93,12 @@ func superviseAttempt(dir string, signals <-chan os.Signal) (exitStatus, func())
 	if err != nil {
 		return failedStart(dir, 126, fmt.Sprintf("cannot start the command: read %s: %v", specFile, err)), nil
 	}
-	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, outputMode)
 	if err != nil {
 		return failedStart(dir, 126, "cannot start the command: "+err.Error()), nil
 	}
 	defer stdout.Close()
-	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, outputMode)
 	if err != nil {
 		return failedStart(dir, 126, "cannot start the command: "+err.Error()), nil
 	}
@@ -232,7 +237,7 @@ func watchFence(fence string, stop func(syscall.Signal), exited <-chan struct{})
 
 // failedStart records an attempt that could not start, in its stderr and its exit status.
 func failedStart(dir string, code int, msg string) exitStatus {
-	if f, ferr := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
+	if f, ferr := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, outputMode); ferr == nil {
 		fmt.Fprintln(f, "gantry:", msg)
 		f.Close()
 	}
