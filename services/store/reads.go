@@ -70,7 +70,8 @@ func (s *Store) readSQL(ctx context.Context, r read) error {
 // readDriver runs reads on one connection of SQLite's read pool through the driver's
 // own statements (keptConn), without database/sql's part of each query and row: its
 // retries, the connection's lock at every row, a goroutine per query watching the
-// context (the driver has its own), and the conversion of each value into its field.
+// context (and none of the driver's either: see readKept), and the conversion of each
+// value into its field.
 // Each statement still reads at its own snapshot, as sequential reads would.
 func (s *Store) readDriver(ctx context.Context, reads []read) error {
 	conn, err := s.sqliteReads.Conn(ctx)

@@ -83,21 +83,7 @@ func (s *Store) signIn(ctx context.Context, c *credential, value string, keys []
 	}
 	args = append(args, value)
 	found := false
-	pg := s.dialect == migrations.Postgres
-	err := s.readRows(ctx, read{query: s.signInSQL(c, len(keys)), args: args, scan: func(rows rowScanner) error {
-		if !rows.Next() {
-			return nil
-		}
-		found = true
-		if pg {
-			return rows.Scan(all...)
-		}
-		var row string
-		if err := rows.Scan(&row); err != nil {
-			return err
-		}
-		return scanJSONArray(row, all)
-	}})
+	err := s.readRows(ctx, s.rowRead(s.signInSQL(c, len(keys)), args, all, &found))
 	if err != nil {
 		return nil, err
 	}
