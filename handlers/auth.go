@@ -89,7 +89,7 @@ func (h *Handler) Refuse(c *gin.Context, r Refusal) {
 		heading = statusHeading(r.Status)
 	}
 	if text == "" {
-		text = sentence(r.Message)
+		text = Sentence(r.Message)
 	}
 	h.errorPage(c, r.Status, heading, text)
 }

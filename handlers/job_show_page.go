@@ -149,10 +149,10 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 func failure(j *models.Job, events []models.JobEvent) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		if e := events[i]; e.ToState == models.JobFailed && e.Message != "" {
-			return sentence(e.Message)
+			return Sentence(e.Message)
 		}
 	}
-	return sentence(j.StateReason)
+	return Sentence(j.StateReason)
 }
 
 // jobSummary words the job for its page.

@@ -21,7 +21,7 @@ func (h *Handler) JobTemplateDestroy(c *gin.Context) {
 	case errors.Is(err, store.ErrNotFound):
 		jsonError(c, http.StatusNotFound, "not_found", "project "+p.Name+" has no template called "+name, "name")
 	case errors.As(err, &ny):
-		h.deny(c, "Not your template", sentence(ny.Error()))
+		h.deny(c, "Not your template", Sentence(ny.Error()))
 	case err != nil:
 		h.serverError(c, err)
 	default:

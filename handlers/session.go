@@ -53,8 +53,8 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// sentence is s capitalised and ended with a full stop where it has none.
-func sentence(s string) string {
+// Sentence is s capitalised and ended with a full stop where it has none.
+func Sentence(s string) string {
 	if s == "" {
 		return s
 	}

@@ -207,8 +207,7 @@ func (g *gate) checkScrape(c *gin.Context) *refusal {
 // signInAgain says why a credential did not sign the request in, as a sentence, and
 // what to do next: a new API token for a token, a new sign-in for a session.
 func signInAgain(err error, token bool) string {
-	msg := err.Error()
-	msg = strings.ToUpper(msg[:1]) + msg[1:] + "."
+	msg := handlers.Sentence(err.Error())
 	if token {
 		return msg + " Create a new API token on your API tokens page (/tokens) and use it (gantry login --server URL takes it)."
 	}
