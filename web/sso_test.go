@@ -311,7 +311,7 @@ func TestSSOSignsInThroughTheProvider(t *testing.T) {
 		if projects, _ := me["projects"].([]any); len(projects) != 1 || projects[0].(map[string]any)["role"] != models.RoleMember {
 			t.Fatalf("the ml-team group did not make ada a member of default: %v", me["projects"])
 		}
-		ada, err := st.UserByUsername(ctx, "ada")
+		ada, err := st.UserByUsernameWithPassword(ctx, "ada")
 		if err != nil || ada.Issuer != s.op.issuer || ada.Subject != "u-ada" || ada.PasswordHash != "" {
 			t.Fatalf("provisioned user = %+v, %v", ada, err)
 		}

@@ -68,7 +68,7 @@ func TestBootstrapOnce(t *testing.T) {
 		if err != nil || again != "" {
 			t.Fatalf("second bootstrap = %q, %v; want nothing", again, err)
 		}
-		admin, err := st.UserByUsername(ctx, identity.AdminUser)
+		admin, err := st.UserByUsernameWithPassword(ctx, identity.AdminUser)
 		if err != nil || !admin.IsAdmin || strings.Contains(admin.PasswordHash, password) || !strings.HasPrefix(admin.PasswordHash, "$2") {
 			t.Fatalf("admin = %+v, %v; want an admin with a bcrypt hash", admin, err)
 		}
@@ -268,6 +268,60 @@ func TestSessionsExpireRotateAndEnd(t *testing.T) {
 		}
 		if n, _ := st.CountAuditEvents(context.Background(), store.AuditFilter{Action: "logout"}); n != 1 {
 			t.Errorf("logouts audited: %d", n)
+		}
+	})
+}
+
+// The user a session or an API token signs in as carries no password hash, and saving
+// it back (as a service given the signed-in user might) keeps the password working.
+func TestSignedInUserSavedBackKeepsThePassword(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := from("192.0.2.1")
+		e := newEnv(t, st, identity.Options{})
+		password, err := e.id.Bootstrap(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin, err := e.id.LoginLocal(ctx, "admin", password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if admin.PasswordHash != "" {
+			t.Error("LoginLocal returned the password hash to its caller")
+		}
+		cookie, _, err := e.id.StartSession(ctx, admin, "", "test-agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, _, err := e.id.CreateToken(ctx, admin, "ci", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bySession, err := e.id.Session(ctx, cookie)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byToken, err := e.id.Token(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*identity.Principal{bySession, byToken} {
+			if p.User.PasswordHash != "" {
+				t.Errorf("signed-in user carries the password hash %q", p.User.PasswordHash)
+			}
+			p.User.DisplayName = "Admin"
+			if err := st.UpdateUser(ctx, p.User); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.az.SetGlobalRoles(ctx, p.User, true, !p.User.IsAuditor); err != nil {
+				t.Fatal(err)
+			}
+			if p.User.PasswordHash != "" {
+				t.Error("SetGlobalRoles copied the password hash into the signed-in user")
+			}
+			if _, err := e.id.LoginLocal(ctx, "admin", password); err != nil {
+				t.Fatalf("password login after saving the signed-in user: %v", err)
+			}
 		}
 	})
 }

@@ -42,7 +42,7 @@ func (s *Service) LoginLocal(ctx context.Context, username, password string) (*m
 		}
 		return nil, err
 	}
-	u, err := s.store.UserByUsername(ctx, username)
+	u, err := s.store.UserByUsernameWithPassword(ctx, username)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		_ = bcrypt.CompareHashAndPassword(s.decoy(), []byte(password))
@@ -56,6 +56,8 @@ func (s *Service) LoginLocal(ctx context.Context, username, password string) (*m
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
 		return nil, s.refuse(ctx, ActionLoginFailed, "wrong password", ErrBadCredentials)
 	}
+	// The hash goes no further than this check: the user returned reaches handlers.
+	u.PasswordHash = ""
 	if u.Disabled {
 		return nil, s.refuse(ctx, ActionLoginRefused, "account disabled", ErrDisabled)
 	}

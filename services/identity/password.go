@@ -30,9 +30,8 @@ func (s *Service) ResetPassword(ctx context.Context, username string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("hash the new password: %w", err)
 	}
-	u.PasswordHash = string(hash)
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.UpdateUser(ctx, u); err != nil {
+		if err := tx.SetUserPassword(ctx, u.ID, string(hash)); err != nil {
 			return err
 		}
 		ended, err := tx.DeleteSessionsOfUser(ctx, u.ID)

@@ -59,8 +59,10 @@ var (
 		cols: []string{"id", "user_id", "name", "prefix", "hash", "scope", "expires_at", "last_used_at", "revoked_at", "created_at"}}
 )
 
-// signInColumns are the user's columns a sign-in reads after the credential's.
-const signInColumns = 13
+// signInColumns are the user's columns a sign-in reads after the credential's: all but
+// password_hash, which no signed-in request uses (UpdateUser never writes it, so a
+// signed-in user saved back keeps theirs).
+const signInColumns = 12
 
 // signIn reads the row of c whose key column is value into dest (c.cols, in order),
 // joined with its user, and the settings keys as scalar subqueries. It runs on every
@@ -73,7 +75,7 @@ func (s *Store) signIn(ctx context.Context, c *credential, value string, keys []
 	u := &in.User
 	all := make([]any, 0, len(dest)+signInColumns+len(keys))
 	all = append(all, dest...)
-	all = append(all, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject, &u.PasswordHash,
+	all = append(all, &u.ID, &u.Username, &u.Email, &u.DisplayName, &u.Issuer, &u.Subject,
 		&u.IsAdmin, &u.IsAuditor, &u.Disabled, &u.LastLoginAt, &u.CreatedAt, &u.UpdatedAt)
 	values := make([]sql.NullString, len(keys))
 	args := make([]any, 0, len(keys)+1)
@@ -123,7 +125,7 @@ func (s *Store) signInSQL(c *credential, keys int) string {
 	for _, col := range c.cols {
 		exprs = append(exprs, "c."+col)
 	}
-	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject", "u.password_hash",
+	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject",
 		"u.is_admin", "u.is_auditor", "u.disabled", "u.last_login_at", "u.created_at", "u.updated_at")
 	for i := range keys {
 		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+param(i+1)+")")
