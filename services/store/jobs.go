@@ -470,8 +470,15 @@ func oneQuery(db *gorm.DB, f JobFilter) (*gorm.DB, error) {
 	}
 	if f.After != nil {
 		// A row value compares (key, id) in one step, which both databases answer
-		// from the (key, id) index.
-		q = q.Where("(jobs."+f.Sort+", jobs.id) "+cmp+" (?, ?)", key, f.After.ID)
+		// from the (key, id) index, the range starting at the cursor. SQLite bounds
+		// the range by the id too only where it is the index's implicit rowid
+		// (migration 0035) and the comparison has a collation, which a rowid lacks;
+		// without, a page walks every job tied on the key before its own.
+		id := "?"
+		if db.Dialector.Name() == migrations.SQLite {
+			id = "? COLLATE BINARY"
+		}
+		q = q.Where("(jobs."+f.Sort+", jobs.id) "+cmp+" (?, "+id+")", key, f.After.ID)
 	}
 	return q.Order("jobs." + f.Sort + " " + dir).Order("jobs.id " + dir).Limit(limit), nil
 }

@@ -1,0 +1,3 @@
+-- SQLite's name and GPU indexes of the jobs list leave the id to the implicit rowid
+-- (0035_jobs_sort_indexes_rowid.sqlite.sql). PostgreSQL keeps them as they are: its
+-- "Index Cond: (ROW(gpus, id) < ROW(…))" starts the range at the cursor's (key, id).
