@@ -94,8 +94,10 @@ type Job struct {
 // JobBrief is what the portal's jobs list shows of a job, with the names of its
 // project and submitter: a list of them is a third of the memory of as many Jobs.
 type JobBrief struct {
-	ID          int64
-	Name        string
+	ID        int64
+	Name      string
+	ProjectID int64
+	// ProjectName and Username are the names of the job's project and submitter.
 	ProjectName string
 	Username    string
 	ImageID     *int64

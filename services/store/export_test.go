@@ -36,7 +36,7 @@ func (s *Store) MissingColumns(model any) ([]string, error) {
 func (s *Store) JobsPlan(ctx context.Context, f JobFilter) ([]string, error) {
 	var lines []string
 	err := s.InTx(ctx, func(tx *Store) error {
-		dry, err := listedJobsQuery(tx.db.Session(&gorm.Session{DryRun: true}), f, len(f.Columns) > 0 && tx.dialect == migrations.SQLite)
+		dry, err := listedJobsQuery(tx.db.Session(&gorm.Session{DryRun: true}), f, len(f.Columns) > 0 && tx.dialect == migrations.SQLite, true)
 		if err != nil {
 			return err
 		}

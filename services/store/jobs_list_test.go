@@ -468,7 +468,7 @@ func TestListedJobsReadNamedColumns(t *testing.T) {
 			t.Fatalf("briefs = %v, %v", briefs, err)
 		}
 		for i, l := range got {
-			want := models.JobBrief{ID: l.ID, Name: l.Name, ProjectName: l.ProjectName, Username: l.Username, ImageID: l.ImageID, ImageRef: l.ImageRef,
+			want := models.JobBrief{ID: l.ID, Name: l.Name, ProjectID: l.ProjectID, ProjectName: l.ProjectName, Username: l.Username, ImageID: l.ImageID, ImageRef: l.ImageRef,
 				GPUs: l.GPUs, GPUMilli: l.GPUMilli, GPUModel: l.GPUModel, MIGProfile: l.MIGProfile, State: l.State, StateReason: l.StateReason, SubmittedAt: l.SubmittedAt}
 			if !reflect.DeepEqual(briefs[i], want) {
 				t.Fatalf("brief\n %+v\nwant\n %+v", briefs[i], want)

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -59,6 +61,53 @@ func TestProjectNamesReadExactly(t *testing.T) {
 		_, names, err = s.BriefJobsAndProjectNames(ctx, store.JobFilter{Columns: []string{"id"}, Limit: 1})
 		if err != nil || !slices.Equal(names, want) {
 			t.Errorf("the jobs page's names = %q, %v; want %q", names, err, want)
+		}
+	})
+}
+
+// The jobs page of a caller who reads every project names each row's project from the
+// names it reads beside the rows: each row has the project the list's join gives it,
+// on the first page and the next, sorted by name too.
+func TestJobsPageNamesEachRowsProject(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		u, detect := fixture(t, s)
+		projects := []*models.Project{detect}
+		for _, name := range []string{"speech", "asr", "z-last"} {
+			p := &models.Project{TeamID: detect.TeamID, Name: name}
+			if err := s.CreateProject(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			projects = append(projects, p)
+		}
+		for i := range 11 {
+			p := projects[(i*7)%3]
+			j := &models.Job{Name: fmt.Sprintf("job-%02d", i), ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research"}
+			if err := s.CreateJob(ctx, j, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, sort := range []string{store.JobsBySubmitted, store.JobsByName} {
+			f := store.JobFilter{Sort: sort, Columns: store.BriefJobColumns, Limit: 4}
+			for page := 0; page < 3; page++ {
+				want, err := s.BriefJobs(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, names, err := s.BriefJobsAndProjectNames(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) == 0 || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, page %d: jobs = %+v, want %+v", sort, page, got, want)
+				}
+				if wantNames := []string{"asr", "detect", "speech", "z-last"}; !slices.Equal(names, wantNames) {
+					t.Errorf("%s, page %d: names = %v, want %v", sort, page, names, wantNames)
+				}
+				last := store.BriefKeyOf(&got[len(got)-1])
+				f.After = &last
+			}
 		}
 	})
 }

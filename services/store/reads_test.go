@@ -108,7 +108,7 @@ func TestJobsPageReadsInOneRoundTrip(t *testing.T) {
 	if err := s.CreateProject(ctx, &models.Project{TeamID: p.TeamID, Name: "asr"}); err != nil {
 		t.Fatal(err)
 	}
-	f := store.JobFilter{Sort: store.JobsByName, Ascending: true, Columns: []string{"id", "name"}, Limit: 5}
+	f := store.JobFilter{Sort: store.JobsByName, Ascending: true, Columns: []string{"id", "name", "project_id"}, Limit: 5}
 	wantJobs, err := s.BriefJobs(ctx, f)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,21 +166,47 @@ func (s *Store) ProjectsOfTeam(ctx context.Context, teamID int64) ([]models.Proj
 // on the one writer connection) and without gorm, whose Pluck spends more on
 // reflection than the query costs.
 func (s *Store) ProjectNames(ctx context.Context) ([]string, error) {
-	var out []string
+	var out projectNames
 	if err := s.readRows(ctx, s.projectNamesRead(&out)); err != nil {
 		return nil, fmt.Errorf("project names: %w", err)
 	}
-	return out, nil
+	return out.sorted, nil
 }
 
-// projectNamesRead reads every project's name, sorted, into out. On SQLite they come
-// back as one json_group_array() row: the driver reads each row through several calls
-// and allocations, and 21 rows of one name cost more than one row of 21. They are
-// sorted here, in byte order as the column's BINARY collation has them: ORDER BY
-// within the aggregate would have SQLite sort them in a temporary b-tree rather than
-// walk the name index (twice the query's CPU), and the order of rows that an
-// aggregate's subquery sorts is the planner's, not a promise.
-func (s *Store) projectNamesRead(out *[]string) read {
+// projectNames are every project's name, sorted, and on PostgreSQL by id.
+type projectNames struct {
+	sorted []string
+	// byID holds each project, in the order of its id once read.
+	byID []projectName
+}
+
+type projectName struct {
+	id   int64
+	name string
+}
+
+// name puts in each job's project name, by its ProjectID.
+func (p *projectNames) name(jobs []models.JobBrief) error {
+	for i := range jobs {
+		j := &jobs[i]
+		at, ok := slices.BinarySearchFunc(p.byID, j.ProjectID, func(n projectName, id int64) int { return cmp.Compare(n.id, id) })
+		if !ok {
+			return fmt.Errorf("job %d: no project %d among the names read", j.ID, j.ProjectID)
+		}
+		j.ProjectName = p.byID[at].name
+	}
+	return nil
+}
+
+// projectNamesRead reads every project's name, sorted, into out, and on PostgreSQL
+// their ids too (see briefJobs). On SQLite they come back as one json_group_array()
+// row: the driver reads each row through several calls and allocations, and 21 rows
+// of one name cost more than one row of 21. They are sorted here, in byte order as
+// SQLite's BINARY collation has them: ORDER BY within the aggregate would have SQLite
+// sort them in a temporary b-tree rather than walk the name index (twice the query's
+// CPU), and the order of rows that an aggregate's subquery sorts is the planner's,
+// not a promise. PostgreSQL's are sorted in the same order, not by its collation.
+func (s *Store) projectNamesRead(out *projectNames) read {
 	if s.dialect == migrations.SQLite {
 		return read{query: "SELECT json_group_array(name) FROM projects", scan: func(rows rowScanner) error {
 			var row string
@@ -194,19 +221,25 @@ func (s *Store) projectNamesRead(out *[]string) read {
 				return err
 			}
 			slices.Sort(names)
-			*out = names
+			out.sorted = names
 			return nil
 		}}
 	}
-	return read{query: "SELECT name FROM projects ORDER BY name", scan: func(rows rowScanner) error {
-		var name string
-		dest := []any{&name}
+	return read{query: "SELECT id, name FROM projects", scan: func(rows rowScanner) error {
+		var n projectName
+		dest := []any{&n.id, &n.name}
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
-			*out = append(*out, name)
+			out.byID = append(out.byID, n)
 		}
+		out.sorted = make([]string, len(out.byID))
+		for i, n := range out.byID {
+			out.sorted[i] = n.name
+		}
+		slices.Sort(out.sorted)
+		slices.SortFunc(out.byID, func(a, b projectName) int { return cmp.Compare(a.id, b.id) })
 		return nil
 	}}
 }
