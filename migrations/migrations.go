@@ -45,7 +45,8 @@ var placeholders = map[string]*strings.Replacer{
 	),
 }
 
-// SQL returns the statements of the migration for a dialect.
+// SQL returns the statements of the migration for a dialect: empty where its file holds
+// only comments (a dialect that needs nothing of this migration).
 func (m Migration) SQL(dialect string) (string, error) {
 	r, ok := placeholders[dialect]
 	if !ok {
@@ -55,7 +56,22 @@ func (m Migration) SQL(dialect string) (string, error) {
 	if !ok {
 		raw = m.sql[""]
 	}
+	if onlyComments(raw) {
+		return "", nil
+	}
 	return r.Replace(raw), nil
+}
+
+// onlyComments says whether sql holds no statement: blank lines and -- comments only,
+// the file of a dialect that needs nothing from a migration. SQLite's driver answers
+// such a text with no result at all, which gorm does not expect.
+func onlyComments(sql string) bool {
+	for line := range strings.Lines(sql) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+			return false
+		}
+	}
+	return true
 }
 
 var fileName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$`)

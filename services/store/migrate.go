@@ -98,8 +98,10 @@ func (s *Store) applyOne(ctx context.Context, m migrations.Migration) (bool, err
 		if n > 0 {
 			return nil
 		}
-		if err := tx.Exec(sql).Error; err != nil {
-			return err
+		if sql != "" {
+			if err := tx.Exec(sql).Error; err != nil {
+				return err
+			}
 		}
 		applied = true
 		return tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", m.Version, m.Name, time.Now().UTC()).Error
