@@ -28,14 +28,14 @@ type jobLayout struct {
 }
 
 const measureJobLayout = `(() => {
-	const box = (sel) => { const r = document.querySelector(sel).getBoundingClientRect(); return {top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, width: r.width}; };
+	const box = (sel) => { const e = document.querySelector(sel); if (!e) { return {}; } const r = e.getBoundingClientRect(); return {top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, width: r.width}; };
 	const util = box("[data-testid=chart-gpu-util]"), memory = box("[data-testid=chart-gpu-memory]");
 	return {
 		Height: document.documentElement.scrollHeight,
 		State: box("[data-testid=state]").top, StateBottom: document.getElementById("job-state-h").closest(".card").getBoundingClientRect().bottom + scrollY, Allocations: box("[data-testid=allocations]").top,
 		Logs: box("#log-output").top, Timeline: box("#timeline-fold").top, Telemetry: box("#telemetry-fold").top,
-		LogsWidth: box(".logs").width, TelemetryWidth: box("[data-testid=job-telemetry]").width,
-		UtilLeft: util.left, UtilTop: util.top, MemoryLeft: memory.left, MemoryTop: memory.top,
+		LogsWidth: box(".logs").width, TelemetryWidth: box("[data-testid=job-telemetry]").width || 0,
+		UtilLeft: util.left || 0, UtilTop: util.top || 0, MemoryLeft: memory.left || 0, MemoryTop: memory.top || 0,
 		TimelineOpen: document.getElementById("timeline-fold").open, SpecOpen: document.getElementById("spec-fold").open,
 		TelemetryOpen: document.getElementById("telemetry-fold").open,
 		Timelined: document.querySelector("[data-testid=timeline]").checkVisibility(),
@@ -45,11 +45,14 @@ const measureJobLayout = `(() => {
 // A running job's page puts first what matters while it runs: its state, where it runs,
 // then its logs, then its timeline, what it runs and its telemetry. On a laptop nothing
 // wastes the width: the telemetry spans the page as the logs do, its charts side by
-// side. On a phone the secondary sections fold under their headings, so the page is
-// short; each opens from the keyboard and stays open while the page follows the job.
+// side, loaded with the page. On a phone the secondary sections fold under their
+// headings, so the page is short; each opens from the keyboard and stays open while the
+// page follows the job. The folded telemetry is not fetched until it is opened, nor
+// refreshed while folded.
 func TestJobPageLayoutInBrowser(t *testing.T) {
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	s := newJobSite(t, st)
+	requests := behindProxy(t, s)
 	s.runCluster("2xA100-80GB")
 	admin := s.signIn("admin", s.password)
 	form := jobForm(s.csrf(admin, "/jobs/new"))
@@ -60,15 +63,37 @@ func TestJobPageLayoutInBrowser(t *testing.T) {
 		t.Fatalf("submit = %d %s", res.StatusCode, body)
 	}
 	page := s.srv.URL + "/jobs/" + m[1]
+	// asked counts the requests that reached the server for the page's telemetry panel,
+	// and for the page itself (its live part's refreshes, every 2 s, among them).
+	asked := func(what string) int {
+		prefix := map[string]string{"telemetry": "GET /jobs/" + m[1] + "/telemetry ", "page": "GET /jobs/" + m[1] + "?"}[what]
+		n := 0
+		for _, line := range strings.Split(requests.String(), "\n") {
+			if strings.HasPrefix(line, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	// refreshed waits until the live part has refreshed twice more: any request htmx
+	// sends for the page's load, or for an event before the wait, has reached the server.
+	refreshed := func(why string) {
+		t.Helper()
+		want := asked("page") + 2
+		for deadline := time.Now().Add(15 * time.Second); asked("page") < want; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the job's page did not refresh its live part twice in 15 s", why)
+			}
+		}
+	}
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, s.site)
-	open := func(width, height int64) jobLayout {
+	open := func(width, height int64, charts ...chromedp.Action[chromedp.Void]) jobLayout {
 		t.Helper()
-		err := chromedp.Do(ctx,
+		err := chromedp.Do(ctx, append([]chromedp.Action[chromedp.Void]{
 			chromedp.EmulateViewport(width, height),
 			browsertest.Navigate(page),
-			chromedp.WaitReady("[data-testid=chart-gpu-util] polyline"),
-		)
+		}, charts...)...)
 		if err != nil {
 			t.Fatalf("open the job's page at %d × %d: %v", width, height, err)
 		}
@@ -78,7 +103,12 @@ func TestJobPageLayoutInBrowser(t *testing.T) {
 	}
 
 	for _, laptop := range [][2]int64{{1366, 768}, {1280, 800}} {
-		l := open(laptop[0], laptop[1])
+		before := asked("telemetry")
+		// Served open, the telemetry loads with the page.
+		l := open(laptop[0], laptop[1], chromedp.WaitReady("[data-testid=chart-gpu-util] polyline"))
+		if asked("telemetry") == before {
+			t.Errorf("at %d px the telemetry's charts drew without a request for them", laptop[0])
+		}
 		if !(l.State < l.Allocations && l.Allocations < l.Logs && l.Logs < l.Timeline && l.Timeline < l.Telemetry) {
 			t.Errorf("at %d px the parts are not state, allocations, logs, timeline, telemetry from the top: %+v", laptop[0], l)
 		}
@@ -94,8 +124,13 @@ func TestJobPageLayoutInBrowser(t *testing.T) {
 	}
 
 	// A phone, less what Safari's bars take of it.
+	telemetry := asked("telemetry")
 	l := open(390, 664)
 	t.Logf("on a phone: %+v", l)
+	refreshed("a phone")
+	if n := asked("telemetry") - telemetry; n != 0 {
+		t.Errorf("on a phone the folded telemetry was fetched %d times before it was opened", n)
+	}
 	if wide := run(t, ctx, chromedp.Evaluate[string](overflowing)); wide != "" {
 		t.Errorf("the job's page on a phone: %s", wide)
 	}
@@ -164,4 +199,42 @@ func TestJobPageLayoutInBrowser(t *testing.T) {
 	if strings.Count(run(t, ctx, chromedp.Evaluate[string](`document.body.innerHTML`)), `id="job-timeline"`) != 1 {
 		t.Error("the refresh left two timelines on the page")
 	}
+
+	// Opened from the keyboard, the telemetry loads; it refreshes when the page says the
+	// job's state changed, as its live part does. panels counts the panels htmx has drawn
+	// (swapped in and set going) since.
+	if n := asked("telemetry") - telemetry; n != 0 {
+		t.Errorf("on a phone the folded telemetry was fetched %d times while the page followed the job", n)
+	}
+	run(t, ctx, chromedp.Evaluate[bool](`window.panels = 0, document.body.addEventListener("htmx:load", e => { if (e.target.id === "job-telemetry") { panels++; } }), true`))
+	drawn := func(n int, what string) {
+		t.Helper()
+		waitTrue(t, ctx, "panels >= "+strconv.Itoa(n), what, 10*time.Second)
+		if got := asked("telemetry") - telemetry; got != n {
+			t.Errorf("%s: the telemetry was fetched %d times in all; want %d", what, got, n)
+		}
+	}
+	toggle := func(what string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Focus("#telemetry-fold summary"), chromedp.KeyEvent(kb.Enter)); err != nil {
+			t.Fatalf("%s the telemetry with Enter: %v", what, err)
+		}
+	}
+	stateChanged := chromedp.Evaluate[bool](`document.body.dispatchEvent(new CustomEvent("job-state", {detail: {value: "running"}}))`)
+	toggle("open")
+	drawn(1, "the telemetry opened")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("[data-testid=chart-gpu-util] polyline")); err != nil {
+		t.Fatalf("the opened telemetry's charts: %v", err)
+	}
+	run(t, ctx, stateChanged)
+	drawn(2, "the telemetry open, the job's state changed")
+	// Folded again, it is not refreshed; opened again, it is, at once.
+	toggle("fold")
+	run(t, ctx, stateChanged)
+	refreshed("the telemetry folded, the job's state changed")
+	if n := asked("telemetry") - telemetry; n != 2 || run(t, ctx, chromedp.Evaluate[int](`panels`)) != 2 {
+		t.Errorf("the folded telemetry was refreshed: fetched %d times in all, want still twice", n)
+	}
+	toggle("open again")
+	drawn(3, "the telemetry opened again")
 }

@@ -77,7 +77,7 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=notice]", "Job "+m[1]+" (follow-me) is queued. This page follows it live.", time.Second)
 	waitText(t, ctx, "[data-testid=allocations-empty]", "Not placed yet", time.Second)
 	panelTrigger := `(document.querySelector("[data-testid=job-telemetry]") || {getAttribute: () => null}).getAttribute("hx-trigger")`
-	waitTrue(t, ctx, panelTrigger+` === "job-state from:body"`, "the telemetry panel of a queued job loading", 5*time.Second)
+	waitTrue(t, ctx, panelTrigger+` === "job-state from:body, fold-open"`, "the telemetry panel of a queued job loading", 5*time.Second)
 	// By keyboard: Tab from the link before the actions reaches Hold, then Cancel.
 	err = chromedp.Do(ctx,
 		chromedp.Focus(`.lead a[href="/jobs"]`),

@@ -123,7 +123,7 @@ func TestJobTelemetryPanel(t *testing.T) {
 				"L4-24GB GPU-sim-", "peak 3 GiB, mean 3 GiB, last 3 GiB",
 				"loss by step", "attempt 1: peak 4, mean", "checkpoint at step 200 (attempt 1)",
 				`data-testid="checkpoints"`, "<td class=\"num\">400</td>",
-				`hx-trigger="every 30s, job-state from:body"`,
+				`hx-trigger="every 30s, job-state from:body, fold-open"`,
 			} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the panel lacks %q", want)
@@ -157,8 +157,8 @@ func TestJobTelemetryPanel(t *testing.T) {
 	}
 }
 
-// The job's page loads its telemetry panel, whose charts draw in a real browser and
-// fit a phone's width.
+// The job's page loads its telemetry panel, folded on a phone until opened, whose charts
+// draw in a real browser and fit a phone's width.
 func TestJobTelemetryInBrowser(t *testing.T) {
 	cfg := store.Config{DataDir: t.TempDir()}
 	st := storetest.Open(t, cfg)
@@ -181,7 +181,8 @@ func TestJobTelemetryInBrowser(t *testing.T) {
 	signInBrowser(t, bctx, s)
 	err = chromedp.Do(bctx,
 		chromedp.EmulateViewport(390, 844),
-		browsertest.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)), // the job's page loads the panel
+		browsertest.Navigate(fmt.Sprintf("%s/jobs/%d", s.srv.URL, j.ID)),
+		chromedp.Click("#telemetry-fold summary"), // opened, the job's page loads the panel
 		chromedp.WaitVisible("[data-testid=chart-gpu-util] polyline"),
 	)
 	if err != nil {

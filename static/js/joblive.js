@@ -55,10 +55,30 @@
 // Folds the page's secondary sections (timeline, what it runs, telemetry) on a narrow
 // screen, so that a phone shows the job's state, placement and logs without a long
 // scroll. The page comes with them open, for wide screens and browsers without scripts;
-// this runs right after them, before the first paint. Refreshes swap what is inside the
-// folds, never the folds, so each stays as the user left it.
+// this runs right after them, before the first paint (and before htmx, deferred, starts).
+// Refreshes swap what is inside the folds, never the folds, so each stays as the user
+// left it.
+//
+// What a folded section would fetch (the telemetry's load and its refreshes) waits until
+// it is opened, so that a phone spends no data on what nobody sees: htmx's requests from
+// inside a closed fold are called off, and opening a fold that was folded sends what is
+// inside it "fold-open", which their hx-trigger lists.
 (function () {
   "use strict";
+  var folds = document.querySelectorAll("details.fold"), folded = new WeakSet();
+  document.body.addEventListener("htmx:beforeRequest", function (e) {
+    var fold = e.detail.elt.closest("details.fold");
+    if (fold && !fold.open) { e.preventDefault(); }
+  });
+  folds.forEach(function (d) {
+    d.addEventListener("toggle", function () {
+      if (!d.open) {
+        folded.add(d);
+      } else if (folded.delete(d)) {
+        d.querySelectorAll("[hx-trigger]").forEach(function (el) { el.dispatchEvent(new Event("fold-open")); });
+      }
+    });
+  });
   if (!matchMedia("(max-width: 40rem)").matches) { return; }
-  document.querySelectorAll("details.fold").forEach(function (d) { d.open = false; });
+  folds.forEach(function (d) { d.open = false; folded.add(d); });
 })();
