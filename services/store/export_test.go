@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/gantry-gpu/gantry/migrations"
+	"github.com/gantry-gpu/gantry/models"
 )
 
 // MissingColumns lists the fields of model that have no column in its table.
@@ -148,3 +150,53 @@ func (s *Store) ReadRow(ctx context.Context, query string, dest ...any) error {
 
 // JobColumns and ProjectColumns are the columns JobAndProject reads.
 var JobColumns, ProjectColumns = jobColumns, projectColumns
+
+// PasswordHashReads counts the users that the store's gorm queries read with a
+// password hash, from WatchPasswordHashReads on.
+type PasswordHashReads struct{ n atomic.Int64 }
+
+// Count returns how many users were read with their hash.
+func (r *PasswordHashReads) Count() int64 { return r.n.Load() }
+
+// WatchPasswordHashReads counts, after each gorm query of s, the users it read with a
+// non-empty password hash (call it before the store is shared between goroutines).
+func (s *Store) WatchPasswordHashReads() (*PasswordHashReads, error) {
+	r := &PasswordHashReads{}
+	dbs := []*gorm.DB{s.db}
+	if s.reads.Config != s.db.Config {
+		dbs = append(dbs, s.reads)
+	}
+	for _, db := range dbs {
+		err := db.Callback().Query().After("gorm:query").Register("test:password_hash_reads", func(db *gorm.DB) {
+			r.n.Add(usersWithHash(db.Statement.ReflectValue))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch password hash reads: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// usersWithHash counts the models.User values in v (a user, or a slice or array of
+// them, behind pointers) whose PasswordHash is set.
+func usersWithHash(v reflect.Value) int64 {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		v = v.Elem()
+	}
+	if !v.IsValid() {
+		return 0
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Array:
+		var n int64
+		for i := range v.Len() {
+			n += usersWithHash(v.Index(i))
+		}
+		return n
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[models.User]() && v.FieldByName("PasswordHash").String() != "" {
+			return 1
+		}
+	}
+	return 0
+}

@@ -24,8 +24,10 @@ func (s *Store) Grants(ctx context.Context) ([]Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list role grants: %w", err)
 	}
+	// Only the role flags: a whole row would carry the password hash into the policy.
 	var users []models.User
-	if err := s.with(ctx).Where("(is_admin OR is_auditor) AND NOT disabled").Order("id").Find(&users).Error; err != nil {
+	if err := s.with(ctx).Select("id", "is_admin", "is_auditor").Where("(is_admin OR is_auditor) AND NOT disabled").
+		Order("id").Find(&users).Error; err != nil {
 		return nil, fmt.Errorf("list global roles: %w", err)
 	}
 	for _, u := range users {

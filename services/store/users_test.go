@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,6 +121,61 @@ func TestUserWritesOfAMissingUserAreNotFound(t *testing.T) {
 		}
 		if n, err := s.CountUsers(ctx); err != nil || n != 0 {
 			t.Errorf("users = %d, %v; want none created", n, err)
+		}
+	})
+}
+
+// Grants needs only the users' role flags: building the policy reads no password hash
+// (only UserByUsernameWithPassword does, which the watch must see).
+func TestGrantsReadNoPasswordHash(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		root := &models.User{Username: "root", PasswordHash: "root-hash", IsAdmin: true, IsAuditor: true}
+		ada := &models.User{Username: "ada", PasswordHash: "ada-hash"}
+		gone := &models.User{Username: "gone", PasswordHash: "gone-hash", IsAdmin: true, Disabled: true}
+		for _, u := range []*models.User{root, ada, gone} {
+			if err := s.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		team := &models.Team{Name: "ml"}
+		if err := s.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		project := &models.Project{Name: "vision", TeamID: team.ID}
+		if err := s.CreateProject(ctx, project); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMembership(ctx, ada.ID, project.ID, models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		reads, err := s.WatchPasswordHashReads()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		grants, err := s.Grants(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Grant{
+			{UserID: ada.ID, ProjectID: project.ID, Role: models.RoleMember},
+			{UserID: root.ID, Role: models.RoleAdmin},
+			{UserID: root.ID, Role: models.RoleAuditor},
+		}
+		if !slices.Equal(grants, want) {
+			t.Errorf("Grants = %+v, want %+v", grants, want)
+		}
+		if n := reads.Count(); n != 0 {
+			t.Errorf("Grants read %d users with their password hash; it needs only their roles", n)
+		}
+
+		before := reads.Count()
+		if _, err := s.UserByUsernameWithPassword(ctx, "ada"); err != nil {
+			t.Fatal(err)
+		}
+		if n := reads.Count() - before; n != 1 {
+			t.Errorf("UserByUsernameWithPassword read %d users with their hash, want 1: the watch misses reads", n)
 		}
 	})
 }
