@@ -200,3 +200,11 @@ func usersWithHash(v reflect.Value) int64 {
 	}
 	return 0
 }
+
+// GormHandles says whether SQLite's writer and read pool share gorm's configuration,
+// and whether each handle's dialector keeps statements prepared.
+func (s *Store) GormHandles() (shared, writerPrepared, readerPrepared bool) {
+	w, _ := s.db.Dialector.(sqliteDialector)
+	r, _ := s.reads.Dialector.(sqliteDialector)
+	return s.db.Config == s.reads.Config, w.prepared, r.prepared
+}

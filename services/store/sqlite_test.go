@@ -73,3 +73,14 @@ func TestSQLiteTimesKeepTheirStoredForm(t *testing.T) {
 		t.Errorf("old-a after the deletion: %v, want ErrNotFound", err)
 	}
 }
+
+// SQLite's writer and read pool are two gorm handles, each with its own configuration:
+// gorm keeps a handle's dialector, pool and callbacks there, and with one configuration
+// the writer's handle carried the read pool's.
+func TestSQLiteWriterAndReadPoolKeepTheirOwnHandles(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	if shared, writer, reader := s.GormHandles(); shared || writer || !reader {
+		t.Errorf("configuration shared %v, writer's statements prepared %v, read pool's %v; want false, false, true", shared, writer, reader)
+	}
+}

@@ -74,11 +74,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // open is Open with a tracer of every PostgreSQL statement (nil: none), for tests
 // that count round trips.
 func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, error) {
-	gcfg := &gorm.Config{
-		Logger:         logger.Discard,
-		TranslateError: true,
-		NowFunc:        func() time.Time { return time.Now().UTC() },
-	}
 	if cfg.DatabaseURL != "" {
 		dsn, err := postgresDSN(cfg.DatabaseURL)
 		if err != nil {
@@ -91,7 +86,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 				return nil
 			}))
 		}
-		db, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: opts}), gcfg)
+		db, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: opts}), gormConfig())
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL at %s: %s", Redact(cfg.DatabaseURL), oneLine(err))
 		}
@@ -121,7 +116,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	// (gantry serve and a gantry admin command) wrote in between would fail at once with
 	// SQLITE_BUSY, which no busy timeout retries; taking the write lock first waits instead.
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate&" + SQLiteTimeParams
-	db, err := gorm.Open(sqliteDialector{dsn: dsn}, gcfg)
+	db, err := gorm.Open(sqliteDialector{dsn: dsn}, gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
 	}
@@ -132,7 +127,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	// One connection: SQLite has one writer, and a single connection never meets SQLITE_BUSY
 	// on a read-to-write upgrade inside a transaction.
 	sqlDB.SetMaxOpenConns(1)
-	reads, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)&" + SQLiteTimeParams, prepared: true}, gcfg)
+	reads, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)&" + SQLiteTimeParams, prepared: true}, gormConfig())
 	if err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open SQLite database %s for reading: %w", path, err)
@@ -145,6 +140,17 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 	readDB.SetMaxOpenConns(sqliteReaders)
 	readDB.SetMaxIdleConns(sqliteReaders)
 	return &Store{db: db, reads: reads, sqliteReads: readDB, sqlTexts: &sync.Map{}, dialect: migrations.SQLite}, nil
+}
+
+// gormConfig is the configuration of one gorm handle. Each handle needs its own: gorm
+// keeps its dialector, connection pool and callbacks in it, so SQLite's writer and read
+// pool opened with one would share the read pool's.
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		Logger:         logger.Discard,
+		TranslateError: true,
+		NowFunc:        func() time.Time { return time.Now().UTC() },
+	}
 }
 
 // postgresDSN checks a postgres:// URL and adds a connect timeout so an unreachable server
