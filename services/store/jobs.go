@@ -418,20 +418,21 @@ func listedJobsQuery(db *gorm.DB, f JobFilter, asJSON, projectNames bool) (*gorm
 	if err != nil {
 		return nil, err
 	}
-	names := []string{"users.username"}
 	if projectNames {
 		q = q.Joins("JOIN projects ON projects.id = jobs.project_id")
-		names = []string{"projects.name", "users.username"}
 	}
 	q = q.Joins("JOIN users ON users.id = jobs.user_id")
 	if asJSON {
-		return q.Select("json_array(" + strings.Join(slices.Concat(cols, names), ", ") + ")"), nil
+		names := ", users.username"
+		if projectNames {
+			names = ", projects.name, users.username"
+		}
+		return q.Select("json_array(" + strings.Join(cols, ", ") + names + ")"), nil
 	}
 	if projectNames {
-		names[0] += " AS project_name"
+		cols = append(cols, "projects.name AS project_name")
 	}
-	names[len(names)-1] += " AS username"
-	return q.Select(slices.Concat(cols, names)), nil
+	return q.Select(append(cols, "users.username AS username")), nil
 }
 
 // qualified prefixes each column with table.
