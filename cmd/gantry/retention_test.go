@@ -48,8 +48,18 @@ func TestServeEnforcesTheTelemetryRetentionFlags(t *testing.T) {
 				}
 				return got
 			}
+			// A pass prunes raw samples, then 1-minute and then 1-hour roll-ups: wait for
+			// the last, not the first, before stopping serve.
+			pruned := func() bool {
+				for _, h := range history(models.ResolutionHour) {
+					if h.At.Before(now.Add(-2 * 24 * time.Hour)) {
+						return false
+					}
+				}
+				return len(history(models.ResolutionRaw)) == 1
+			}
 			deadline := time.Now().Add(30 * time.Second)
-			for len(history(models.ResolutionRaw)) != 1 && time.Now().Before(deadline) {
+			for !pruned() && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
 			}
 			if code, log := stop(); code != 0 {
