@@ -2,6 +2,8 @@
 # Starts or stops a throw-away PostgreSQL on a free loopback port for the tests.
 #   scripts/pg.sh start DIR   -> prints the admin URL (postgres://postgres@127.0.0.1:PORT/postgres)
 #   scripts/pg.sh stop DIR
+# GANTRY_PG_CPUS=1 scripts/pg.sh start DIR runs the server on those CPUs only (taskset's list),
+# for benchmarks that keep it off the cores of the process they measure.
 # Installs PostgreSQL with apt-get when it is missing. Runs the server as user postgres.
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?directory}
@@ -30,7 +32,8 @@ start)
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
-  as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+  pin=(); [ -z "${GANTRY_PG_CPUS:-}" ] || pin=(taskset -c "$GANTRY_PG_CPUS")
+  as_pg "${pin[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
     -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
