@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -163,10 +165,11 @@ func labelList(labels string) []string {
 	return out
 }
 
-// mibText writes a size in MiB as GiB when it is one or more.
+// mibText writes a size in MiB as GiB when it is one or more, to a tenth: cards and
+// machines report sizes such as 23,034 MiB, whose GiB run to nine decimals.
 func mibText(n int64) string {
 	if n >= 1024 {
-		return fmt.Sprintf("%g GiB", float64(n)/1024)
+		return strconv.FormatFloat(math.Round(float64(n)/1024*10)/10, 'f', -1, 64) + " GiB"
 	}
 	return fmt.Sprintf("%d MiB", n)
 }

@@ -76,3 +76,19 @@ func TestClusterPage(t *testing.T) {
 		}
 	})
 }
+
+// Sizes read as a person writes them: an L4's 23,034 MiB is "22.5 GiB" on the cluster
+// page and the admin's node pages, not the 22.494140625 GiB that the division gives.
+func TestClusterPageRoundsSizes(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	s.join("gpu-l4", "1xL4-24GB")
+	admin := s.signIn("admin", s.password)
+	for _, path := range []string{"/cluster", "/admin/nodes", "/admin/nodes/gpu-l4"} {
+		_, body := s.send(admin, "GET", path, "", nil)
+		if !strings.Contains(body, "22.5 GiB") || strings.Contains(body, "22.49") {
+			t.Errorf("%s does not say the L4's memory as 22.5 GiB: %s", path, body[strings.Index(body, "<main"):])
+		}
+	}
+}
