@@ -352,6 +352,9 @@ func parseEnv(field, text string) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, models.Invalid(field, "line %d is not NAME=value", i+1)
 		}
+		if err := jobs.CheckEnvName(field, k); err != nil {
+			return nil, err
+		}
 		if _, dup := env[k]; dup {
 			return nil, models.Invalid(field, "line %d sets %s a second time", i+1, k)
 		}

@@ -150,6 +150,7 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			{"no command", "command", "", "Command: is required"},
 			{"env line", "env", "EPOCHS=3\nnot a pair", "Environment: line 2 is not NAME=value"},
 			{"env name", "env", "A-B=1", `Environment: "A-B" is not a variable name`},
+			{"secret name", "secret_env", "MY KEY=1", `Secret variables: "MY KEY" is not a variable name`},
 			{"reserved env", "env", "CUDA_VISIBLE_DEVICES=0", "Environment: CUDA_VISIBLE_DEVICES is set by Gantry"},
 			{"gpus", "gpus", "many", "GPUs: must be a whole number from 0 to 64"},
 			{"share", "gpu_share", "1.5", "GPU share: is a fraction of one GPU"},

@@ -103,8 +103,8 @@ func (s *Spec) validEnv() error {
 	for k, ev := range s.Env {
 		v := ev.Value
 		total += len(k) + len(v)
-		if !envNameRE.MatchString(k) {
-			return models.Invalid("env", "%q is not a variable name: letters, digits and '_', not starting with a digit (no '=')", k)
+		if err := CheckEnvName("env", k); err != nil {
+			return err
 		}
 		if strings.HasPrefix(k, "GANTRY_") {
 			return models.Invalid("env."+k, "GANTRY_ variables are set by Gantry")
@@ -120,6 +120,16 @@ func (s *Spec) validEnv() error {
 	}
 	if total > MaxEnvBytes {
 		return models.Invalid("env", "is %d bytes; at most %d", total, MaxEnvBytes)
+	}
+	return nil
+}
+
+// CheckEnvName refuses, as field, a name that an environment variable cannot have. The
+// submit form checks each of its two fields with it, so that a bad name is blamed on the
+// field it was typed in (both end up in one env map).
+func CheckEnvName(field, name string) error {
+	if !envNameRE.MatchString(name) {
+		return models.Invalid(field, "%q is not a variable name: letters, digits and '_', not starting with a digit (no '=')", name)
 	}
 	return nil
 }
