@@ -97,6 +97,27 @@ func (g *gate) check(rule Access) gin.HandlerFunc {
 	}
 }
 
+// signedInIfAny stands before the page of an address no route has: no rule's check ran,
+// so it reads the caller's session, if there is one, for the 404 page to show their menu
+// and their sections as every other page does. It refuses nothing: a missing or ended
+// session gets the same 404. Only pages: the API's 404 names no one.
+func (g *gate) signedInIfAny(c *gin.Context) {
+	if isAPIPath(c) || !safeMethod(c.Request.Method) {
+		c.Next()
+		return
+	}
+	ctx := audit.WithActor(c.Request.Context(), audit.Actor{
+		Name: "anonymous", Type: models.ActorUser, IP: c.ClientIP(), RequestID: c.GetString(handlers.RequestIDKey),
+	})
+	c.Request = c.Request.WithContext(ctx)
+	if p, r := g.authenticate(c, true); r == nil && p != nil {
+		if perm, err := g.authz.Global(c.Request.Context(), p.User.ID); err == nil {
+			c.Set(handlers.PermissionKey, perm)
+		}
+	}
+	c.Next()
+}
+
 // admit runs the checks of rule and returns the first refusal, or nil.
 func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 	p, r := g.authenticate(c, rule.kind == public)

@@ -107,3 +107,35 @@ func TestRefusalsSayWhatToDoNext(t *testing.T) {
 		}
 	})
 }
+
+// A page that does not exist keeps the caller signed in on screen: the 404 has their
+// menu (Sign out, Give feedback) and, for an admin, the console's link, as every other
+// page; no route's gate ran before it, so it reads the session itself. Anyone else gets
+// the same 404 without a menu, not the login page.
+func TestUnknownPageKeepsTheUserMenu(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	admin := s.signIn("admin", s.password)
+	for _, c := range []struct {
+		who           string
+		c             *http.Client
+		menu, console bool
+	}{
+		{"ada", ada, true, false},
+		{"admin", admin, true, true},
+		{"anonymous", s.browser(), false, false},
+	} {
+		res, body := s.send(c.c, "GET", "/nowhere", "", nil)
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "Page not found") {
+			t.Fatalf("%s opening /nowhere = %d", c.who, res.StatusCode)
+		}
+		if menu := strings.Contains(body, `class="user-menu"`) && strings.Contains(body, "Sign out"); menu != c.menu {
+			t.Errorf("%s: the 404 page has the user menu: %t, want %t", c.who, menu, c.menu)
+		}
+		if console := strings.Contains(body, `href="/admin"`); console != c.console {
+			t.Errorf("%s: the 404 page links the admin console: %t, want %t", c.who, console, c.console)
+		}
+	}
+}

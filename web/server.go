@@ -127,7 +127,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Handle(rt.method, rt.path, g.check(rt.access), rt.handler)
 	}
 	r.StaticFS("/static", http.FS(static.FS))
-	r.NoRoute(h.NotFound)
+	r.NoRoute(g.signedInIfAny, h.NotFound)
 	return r
 }
 
