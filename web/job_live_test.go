@@ -320,3 +320,49 @@ func liveVersionOf(t *testing.T, body string) string {
 	}
 	return vals.Shown
 }
+
+// A job cancelled while it runs has ended, but its attempt has not until its node
+// stopped it: the page's live part goes on refreshing while an attempt is stopping, so
+// that "Where it runs" comes to say it ended (and when) without a reload, and stops once
+// every attempt has.
+func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ctx := context.Background()
+	ada := s.user("ada", "default", models.RoleMember)
+	res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	page := "/jobs/" + m[1]
+	node := s.join("gpu-a", "2xA100-80GB")
+	s.disp.Tick(ctx)
+	leases, err := s.disp.Leases(ctx, node, "", 0)
+	if err != nil || len(leases.Allocations) != 1 {
+		t.Fatalf("leases = %+v, %v", leases, err)
+	}
+	ref := leases.Allocations[0].AttemptRef
+	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel = %d", res.StatusCode)
+	}
+	_, body := s.send(ada, "GET", page, "", nil)
+	if !strings.Contains(body, "⊘ cancelled") || !strings.Contains(body, "stopping") {
+		t.Fatalf("the page of a job cancelled while it ran: %s", body[strings.Index(body, `<div id="job-live"`):])
+	}
+	if !strings.Contains(body, `hx-trigger="every 2s"`) {
+		t.Error("the live part stopped refreshing while the cancelled job's attempt is still stopping")
+	}
+	exit := 143
+	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = s.send(ada, "GET", page, "", map[string]string{"HX-Request": "true"})
+	if strings.Contains(body, "stopping") || !strings.Contains(body, "ended") || strings.Contains(body, "hx-trigger") {
+		t.Errorf("once the attempt ended the live part says: %s", body)
+	}
+}
