@@ -145,7 +145,7 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "[data-testid=log-output]", "second line", 30*time.Second)
 	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
-	waitText(t, ctx, "[data-testid=log-status]", "ended; the job is succeeded", 10*time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended; the job succeeded. This is all of its output.", 10*time.Second)
 	waitText(t, ctx, "[data-testid=allocations]", "SIMULATED", time.Second)
 	browsertest.Screenshot(t, ctx, "job")
 
@@ -229,4 +229,5 @@ func TestJobsInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=notice]", "Cancelled.", time.Second)
 	waitText(t, ctx, "[data-testid=state]", "cancelled", 5*time.Second)
 	waitText(t, ctx, "[data-testid=timeline]", "cancelled by admin", time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended; the job was cancelled.", 10*time.Second)
 }

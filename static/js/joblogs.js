@@ -60,6 +60,17 @@
     if (source) { source.close(); source = null; }
   }
 
+  // jobNow says what became of the job, as a sentence's end: "the job is succeeded"
+  // read as the state's name pasted in, not as what a person writes.
+  function jobNow(state) {
+    switch (state) {
+      case "succeeded": return "the job succeeded";
+      case "failed": return "the job failed";
+      case "cancelled": return "the job was cancelled";
+      default: return "the job is " + state;
+    }
+  }
+
   function open() {
     close();
     out.textContent = "";
@@ -90,7 +101,7 @@
         open();
         return;
       }
-      say(d.attempt ? "Attempt " + d.attempt + " ended; the job is " + d.state + ". This is all of its output." :
+      say(d.attempt ? "Attempt " + d.attempt + " ended; " + jobNow(d.state) + ". This is all of its output." :
         "The job ended (" + d.state + ") without running, so there is no output.");
     });
     source.onerror = function () {
