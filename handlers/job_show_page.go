@@ -290,7 +290,7 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 			case dv.MIGProfile != "":
 				card = "MIG " + dv.MIGProfile + " of " + card
 			case dv.Milli < 1000:
-				card += fmt.Sprintf(" · %d milli-GPU", dv.Milli)
+				card += " · " + decimal(float64(dv.Milli)/1000) + " of it"
 			}
 			row.GPUs = append(row.GPUs, card)
 		}

@@ -357,6 +357,10 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if !strings.Contains(body, `hx-trigger="every 2s"`) {
 		t.Error("the live part stopped refreshing while the cancelled job's attempt is still stopping")
 	}
+	// Its quarter of a GPU is said as the form asked for it, not in milli-GPU.
+	if !strings.Contains(body, "GPU 0 · A100-80GB · 0.25 of it") || strings.Contains(body, "milli") {
+		t.Errorf("where the job ran does not say its share as 0.25: %s", body[strings.Index(body, `data-testid="allocations"`):])
+	}
 	exit := 143
 	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
 		t.Fatal(err)

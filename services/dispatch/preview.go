@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -104,7 +105,8 @@ func describePreview(snap Snapshot, p Placement) (string, []string) {
 			case g.MIGProfile != "":
 				parts = append(parts, "MIG "+g.MIGProfile+" of one "+m)
 			case g.Milli < 1000:
-				parts = append(parts, fmt.Sprintf("%d milli-GPU of one %s", g.Milli, m))
+				// As the form asks for a share: 0.25, not the 250 milli-GPU it is held in.
+				parts = append(parts, strconv.FormatFloat(float64(g.Milli)/1000, 'f', -1, 64)+" of one "+m)
 			default:
 				counts[m]++
 			}

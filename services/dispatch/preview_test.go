@@ -47,7 +47,7 @@ func TestPreview(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !p.Placed || p.Where != "node gpu-l: 250 milli-GPU of one L4-24GB" {
+		if !p.Placed || p.Where != "node gpu-l: 0.25 of one L4-24GB" {
 			t.Fatalf("preview of a share = %+v", p)
 		}
 		// Two whole A100s held by a queued job that the next pass places first: a third waits.

@@ -75,7 +75,7 @@ func (s *stack) phrase(reason string, n int) string {
 		return fmt.Sprintf("%s %s fewer than %d %s", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
 	case RejectGPUsBusy:
 		if s.d.milli < 1000 {
-			return fmt.Sprintf("%s %s no %s with %d milli-GPU free", nodes, verb("has", "have"), s.d.card(), s.d.milli)
+			return fmt.Sprintf("%s %s no %s with %s of it free", nodes, verb("has", "have"), s.d.card(), share(int64(s.d.milli)))
 		}
 		return fmt.Sprintf("%s %s fewer than %d free %s", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
 	case RejectMIG:
@@ -97,7 +97,7 @@ func (d *demand) describe() string {
 	case d.mig != "":
 		parts = append(parts, "a MIG "+d.mig+" slice")
 	case d.cards > 0 && d.milli < 1000:
-		parts = append(parts, fmt.Sprintf("%d milli-GPU of a %s", d.milli, d.card()))
+		parts = append(parts, fmt.Sprintf("%s of a %s", share(int64(d.milli)), d.card()))
 	case d.cards > 0:
 		parts = append(parts, fmt.Sprintf("%d × %s", d.cards, d.card()))
 	}
@@ -143,6 +143,9 @@ func plural(n int, noun string) string {
 
 // cores formats milli-cores as cores: 16000 -> "16", 2500 -> "2.5".
 func cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
+
+// share writes a share of one GPU as the submit form takes it: 250 milli-GPU is "0.25".
+func share(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
 
 // mib formats MiB, in GiB from 1 GiB up.
 func mib(v int64) string {

@@ -527,3 +527,26 @@ func TestWholeGPUNodesTakeNoShares(t *testing.T) {
 		t.Fatalf("on a node that shares its GPUs: %+v", plan.Placements)
 	}
 }
+
+// A share of a GPU is said as the submit form asks for it, "0.3 of a GPU", not in the
+// scheduler's unit, milli-GPU.
+func TestScheduleExplainsAShareInGPUs(t *testing.T) {
+	full := runningOn(classJob("full", "a", "research", 1, t0), "n1", t0.Add(-time.Hour), 0)
+	plan := schedule(t, Snapshot{
+		Nodes:   []Node{gpuNode("n1", "A100", 1, 40960, 64000, 512<<10)},
+		Running: []Allocation{full},
+		Pending: []Job{{ID: "share", Team: "b", SubmitTime: t0, Request: Request{GPUs: 1, GPUMilli: 300, Replicas: 1, Class: "research"}}},
+	})
+	ex, ok := unplaced(plan, "share")
+	if !ok {
+		t.Fatal("a share placed on a busy GPU")
+	}
+	for _, part := range []string{"0.3 of a GPU", "1 node has no GPU with 0.3 of it free"} {
+		if !strings.Contains(ex.Reason, part) {
+			t.Errorf("reason %q lacks %q", ex.Reason, part)
+		}
+	}
+	if strings.Contains(ex.Reason, "milli") {
+		t.Errorf("reason %q speaks of milli-GPU", ex.Reason)
+	}
+}
