@@ -243,7 +243,10 @@ func (h *Handler) previewForm(ctx context.Context, user *models.User, d *templat
 	spec, err := specOfForm(d.Form)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		_, d.Preview.Invalid = formError(d.Form, fe)
+		d.Preview.Missing = stillToFill(d.Form, fe)
+		if d.Preview.Missing == "" {
+			_, d.Preview.Invalid = formError(d.Form, fe)
+		}
 		return jobs.Preview{}, nil
 	}
 	pv, err := h.preview.Preview(ctx, user, spec)
@@ -252,9 +255,28 @@ func (h *Handler) previewForm(ctx context.Context, user *models.User, d *templat
 	}
 	d.Preview = previewView(pv, spec.ExpectedRunSec)
 	if pv.Invalid != nil {
-		_, d.Preview.Invalid = formError(d.Form, pv.Invalid)
+		d.Preview.Missing = stillToFill(d.Form, pv.Invalid)
+		if d.Preview.Missing == "" {
+			_, d.Preview.Invalid = formError(d.Form, pv.Invalid)
+		}
 	}
 	return pv, nil
+}
+
+// stillToFill asks for the name and command when fe is about one of them left empty:
+// the form opens without either, and an error there, before anything was typed, would
+// scold rather than say what to do. Any other problem is fe's to say.
+func stillToFill(f templates.JobForm, fe *models.FieldError) string {
+	noName, noCommand := strings.TrimSpace(f.Name) == "", strings.TrimSpace(f.Command) == ""
+	switch field := formFieldOf(f, fe.Field); {
+	case field == "name" && noName && noCommand, field == "command" && noName && noCommand:
+		return "Give the job a name and a command: this panel then says what it costs and whether it can start now."
+	case field == "name" && noName:
+		return "Give the job a name: this panel then says what it costs and whether it can start now."
+	case field == "command" && noCommand:
+		return "Give the job a command: this panel then says what it costs and whether it can start now."
+	}
+	return ""
 }
 
 // previewView is the preview as the page shows it.

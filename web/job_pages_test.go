@@ -478,3 +478,40 @@ func TestSecretEnvThroughThePages(t *testing.T) {
 		}
 	})
 }
+
+// The form as it first opens has no name and no command yet: its preview asks for them
+// in plain words instead of greeting the user with a red "Fix this first: Name: is
+// required." A name or command filled in and then emptied is asked for the same way;
+// a value that is wrong is still an error.
+func TestSubmitFormPreviewAsksForWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	previewOf := func(body string) string {
+		t.Helper()
+		i := strings.Index(body, `id="preview"`)
+		if i < 0 {
+			t.Fatalf("no preview in %s", body)
+		}
+		return body[i : i+strings.Index(body[i:], "</aside>")]
+	}
+	_, body := s.send(ada, "GET", "/jobs/new", "", nil)
+	if p := previewOf(body); strings.Contains(p, "form-error") || !strings.Contains(p, `data-testid="preview-missing">Give the job a name and a command`) {
+		t.Errorf("the preview of the untouched form: %s", p)
+	}
+	token := s.csrf(ada, "/jobs/new")
+	htmx := map[string]string{"HX-Request": "true"}
+	f := jobForm(token)
+	f.Set("command", "  ")
+	_, body = s.send(ada, "POST", "/jobs/new", f.Encode(), htmx)
+	if p := previewOf(body); strings.Contains(p, "form-error") || !strings.Contains(p, `data-testid="preview-missing">Give the job a command`) {
+		t.Errorf("the preview of a form without a command: %s", p)
+	}
+	f = jobForm(token)
+	f.Set("command", `python 'open`)
+	_, body = s.send(ada, "POST", "/jobs/new", f.Encode(), htmx)
+	if p := previewOf(body); !strings.Contains(p, "Fix this first: Command: has a quote that does not close") {
+		t.Errorf("the preview of a bad command: %s", p)
+	}
+}
