@@ -63,8 +63,12 @@ func (h *Handler) jobTelemetry(ctx context.Context, job *models.Job, now time.Ti
 	for _, hint := range hints {
 		d.Hints = append(d.Hints, templates.HintRow{Title: hint.Title, Evidence: hint.Evidence, Device: hint.Device})
 	}
-	if d.Simulated, err = h.simulatedGPUs(ctx, job.ID); err != nil {
-		return d, err
+	// A job without GPUs is not told its GPUs are simulated: it has none, only its node does.
+	d.NoGPU = job.GPUs == 0 && job.GPUMilli == 0 && job.MIGProfile == ""
+	if !d.NoGPU {
+		if d.Simulated, err = h.simulatedGPUs(ctx, job.ID); err != nil {
+			return d, err
+		}
 	}
 	if len(charts.GPUs) > 0 {
 		if d.GPUCharts, err = h.gpuCharts(ctx, charts.GPUs, gaugeUtil, gaugeMemory, gaugePower); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 	"github.com/gantry-gpu/gantry/services/telemetry"
@@ -197,4 +198,40 @@ func TestJobTelemetryInBrowser(t *testing.T) {
 		t.Error("the panel is wider than a phone's screen")
 	}
 	browsertest.Screenshot(t, bctx, "job-telemetry")
+}
+
+// A job that asked for no GPU has no GPU readings to wait for: its panel says so, and
+// does not call GPUs it never had SIMULATED because its node simulates its own.
+func TestJobTelemetryOfAJobWithoutGPUs(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ctx := context.Background()
+	ada := s.user("ada", "default", models.RoleMember)
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("gpus", "0")
+	f.Set("gpu_share", "")
+	f.Set("gpu_memory_gib", "")
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	node := s.join("gpu-a", "1xA100-80GB")
+	s.disp.Tick(ctx)
+	leases, err := s.disp.Leases(ctx, node, "", 0)
+	if err != nil || len(leases.Allocations) != 1 {
+		t.Fatalf("leases = %+v, %v", leases, err)
+	}
+	exit := 0
+	for _, ev := range []agentapi.Report{{AttemptRef: leases.Allocations[0].AttemptRef, Event: agentapi.EventStarted},
+		{AttemptRef: leases.Allocations[0].AttemptRef, Event: agentapi.EventExited, ExitCode: &exit}} {
+		if err := s.disp.Report(ctx, node, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := s.send(ada, "GET", "/jobs/"+m[1]+"/telemetry", "", map[string]string{"HX-Request": "true"})
+	if !strings.Contains(body, `data-testid="no-gpu-job">This job asked for no GPU`) || strings.Contains(body, "SIMULATED") || strings.Contains(body, "No GPU readings for this job yet") {
+		t.Errorf("the telemetry of a job without GPUs: %s", body)
+	}
 }
