@@ -56,6 +56,7 @@ type refusal struct {
 	project       *int64
 	location      string
 	htmx          bool // location is for htmx to open (HX-Redirect), not a redirect to follow
+	unaudited     bool // bad input that denies no access: not recorded as access.denied
 }
 
 func (g *gate) check(rule Access) gin.HandlerFunc {
@@ -128,6 +129,10 @@ func (g *gate) admit(c *gin.Context, rule Access) *refusal {
 		return g.signInFirst(c)
 	}
 	if r := g.checkCSRF(c, p); r != nil {
+		return r
+	}
+	// After CSRF, which has read the form; before anything is looked up by what was sent.
+	if r := textFault(c); r != nil {
 		return r
 	}
 	if rule.kind == public {
@@ -439,7 +444,7 @@ func (g *gate) refuse(c *gin.Context, r refusal) {
 		c.Abort()
 		return
 	}
-	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound {
+	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound && !r.unaudited {
 		g.audited(c, r)
 	}
 	g.h.Refuse(c, handlers.Refusal{Status: r.status, Code: r.code, Message: r.message, Field: r.field, Heading: r.heading, Page: r.page})

@@ -1,0 +1,81 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// A NUL byte or invalid UTF-8 in a path, a query or a form is refused with 400 naming the
+// parameter, on both databases (PostgreSQL cannot even look such a name up), for the API
+// and the pages alike, before anything is read by it; nothing is stored or audited.
+func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		s := newJobsSite(t, st)
+		write, _, err := s.id.CreateToken(ctx, mustUser(t, st, "admin"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + write}
+		admin := s.signIn("admin", s.password)
+		csrf := s.csrf(admin, "/jobs/new")
+		anon := s.browser()
+		loginCSRF := s.csrf(anon, "/login")
+		jobs, _ := st.Jobs(ctx, store.JobFilter{})
+		events, _ := st.CountAuditEvents(ctx, store.AuditFilter{})
+
+		for _, tc := range []struct {
+			name               string
+			client             *http.Client
+			method, path, body string
+			header             map[string]string
+			field              string
+		}{
+			{"NUL in a list filter", s.browser(), "GET", "/api/v1/jobs?user=%00", "", bearer, "user"},
+			{"invalid UTF-8 in a list filter", s.browser(), "GET", "/api/v1/jobs?project=%FF", "", bearer, "project"},
+			{"NUL in an image filter", s.browser(), "GET", "/api/v1/jobs?image=x%00", "", bearer, "image"},
+			{"invalid UTF-8 in a parameter's name", s.browser(), "GET", "/api/v1/jobs?%FF=1", "", bearer, "query"},
+			{"NUL in a project of the path", s.browser(), "GET", "/api/v1/projects/%00/templates", "", bearer, "project"},
+			{"invalid UTF-8 in a template name", s.browser(), "GET", "/api/v1/projects/vision-main/templates/%FF", "", bearer, "name"},
+			{"NUL in a member's name", s.browser(), "PUT", "/api/v1/projects/vision-main/members/a%00", `{"role": "member"}`, bearer, "user"},
+			{"NUL in a node's name", s.browser(), "POST", "/api/v1/nodes/%00/state", `{"state": "cordoned"}`, bearer, "name"},
+			{"NUL in a form sent with a token", s.browser(), "POST", "/api/v1/jobs", "project=vision%00", bearer, "project"},
+			{"a page's filter", admin, "GET", "/jobs?user=%00", "", nil, "user"},
+			{"a page's path", admin, "GET", "/admin/nodes/%FF", "", nil, "name"},
+			{"the submit form's project", admin, "POST", "/jobs", "csrf_token=" + csrf + "&project=%00&name=x&command=true", nil, "project"},
+			{"the submit form's image", admin, "POST", "/jobs", "csrf_token=" + csrf + "&project=vision-main&name=x&command=true&image=%FF", nil, "image"},
+			{"a user name at login", anon, "POST", "/login", "csrf_token=" + loginCSRF + "&username=admin%00&password=x", nil, "username"},
+		} {
+			res, body := s.send(tc.client, tc.method, tc.path, tc.body, tc.header)
+			if res.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s: %s %s = %d, want 400: %.300s", tc.name, tc.method, tc.path, res.StatusCode, body)
+				continue
+			}
+			if strings.HasPrefix(tc.path, "/api/") {
+				var e errorBody
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Field != tc.field || e.Error.Code != "invalid" || e.Error.Message != "must be UTF-8 text without NUL bytes" && tc.field != "query" {
+					t.Errorf("%s: %s, want the field %s named", tc.name, body, tc.field)
+				}
+				continue
+			}
+			if want := `The value of &#34;` + tc.field + `&#34; must be UTF-8 text without NUL bytes.`; !strings.Contains(body, want) || !strings.Contains(body, "Not understood") {
+				t.Errorf("%s: the page does not say %q: %s", tc.name, want, errorSection.FindString(body))
+			}
+		}
+		if n, _ := st.Jobs(ctx, store.JobFilter{}); len(n) != len(jobs) {
+			t.Errorf("refused requests stored %d jobs", len(n)-len(jobs))
+		}
+		if n, _ := st.CountAuditEvents(ctx, store.AuditFilter{}); n != events {
+			t.Errorf("refused input appended %d audit events", n-events)
+		}
+	})
+}
