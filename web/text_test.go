@@ -15,7 +15,8 @@ import (
 
 // A NUL byte or invalid UTF-8 in a path, a query or a form is refused with 400 naming the
 // parameter, on both databases (PostgreSQL cannot even look such a name up), for the API
-// and the pages alike, before anything is read by it; nothing is stored or audited.
+// and the pages alike, before anything is read by it, and so is a JSON body's string
+// that holds one or half a UTF-16 surrogate pair; nothing is stored or audited.
 func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
@@ -71,8 +72,26 @@ func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
 				t.Errorf("%s: the page does not say %q: %s", tc.name, want, errorSection.FindString(body))
 			}
 		}
+		// JSON bodies: a \u0000 escape is a NUL byte; an unpaired surrogate would be stored as U+FFFD.
+		for _, tc := range []struct{ name, method, path, body, field, says string }{
+			{"NUL in the project of a job", "POST", "/api/v1/jobs", `{"project": "vision-main\u0000", "name": "x", "command": ["true"]}`, "project", "NUL"},
+			{"half a surrogate pair in a variable", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "env": {"A": "\ud800"}}`, "env.A", "surrogate"},
+			{"half a surrogate pair in a command", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true", "\udfff"]}`, "command[1]", "surrogate"},
+			{"a template's spec", "POST", "/api/v1/projects/vision-main/templates", `{"name": "t", "spec": {"name": "\ud83d", "command": ["true"]}}`, "spec.name", "surrogate"},
+			{"NUL in the project of usage", "POST", "/api/v1/usage", `{"resource": "egress", "project": "\u0000", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "project", "NUL"},
+			{"NUL in a node's reason", "POST", "/api/v1/nodes/gpu-1/state", `{"state": "cordoned", "reason": "a\u0000"}`, "reason", "NUL"},
+		} {
+			res, body := s.send(s.browser(), tc.method, tc.path, tc.body, bearer)
+			var e errorBody
+			if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Field != tc.field || !strings.Contains(e.Error.Message, tc.says) {
+				t.Errorf("%s: %d %s, want 400 naming %s", tc.name, res.StatusCode, body, tc.field)
+			}
+		}
 		if n, _ := st.Jobs(ctx, store.JobFilter{}); len(n) != len(jobs) {
 			t.Errorf("refused requests stored %d jobs", len(n)-len(jobs))
+		}
+		if tt, _ := st.JobTemplates(ctx, projectByName(t, st, "vision-main").ID); len(tt) != 0 {
+			t.Errorf("refused requests stored templates: %+v", tt)
 		}
 		if n, _ := st.CountAuditEvents(ctx, store.AuditFilter{}); n != events {
 			t.Errorf("refused input appended %d audit events", n-events)
