@@ -71,7 +71,8 @@ func plainText(s string) bool {
 
 // jsonFault refuses a JSON body any of whose strings, keys or values, is not text as
 // plainText means it (a \u0000 escape is a NUL byte), or holds an escaped UTF-16
-// surrogate without its pair, which encoding/json would quietly store as U+FFFD. The
+// surrogate without its pair, which encoding/json would quietly store as U+FFFD, or
+// that gives a key twice in one object. The
 // body is put back for the handler; one that is not JSON is left to the handler to
 // refuse in its own words.
 func jsonFault(c *gin.Context) *refusal {
@@ -99,9 +100,11 @@ type jsonFrame struct {
 	key      string // the object's current key
 	wantsKey bool   // the object's next string is a key
 	index    int    // the array's current element
+	keys     map[string]bool
 }
 
-// jsonTextFault walks body and returns the first string that fails, as the path of
+// jsonTextFault walks body and returns the first string that fails, or the first key
+// given twice in its object, as the path of
 // its field ("resources.gpu_model", "command[2]", "env.HOME"; a bad key is blamed on
 // its object) and what is wrong; "" when all hold or the body is not JSON.
 func jsonTextFault(body []byte) (field, message string) {
@@ -165,7 +168,16 @@ func jsonTextFault(body []byte) (field, message string) {
 				return path(false), problem
 			}
 			if key {
-				stack[len(stack)-1].key, stack[len(stack)-1].wantsKey = t, false
+				f := &stack[len(stack)-1]
+				f.key, f.wantsKey = t, false
+				// encoding/json would keep the last and drop the others unsaid.
+				if f.keys[t] {
+					return path(false), "is given twice: give it once"
+				}
+				if f.keys == nil {
+					f.keys = map[string]bool{}
+				}
+				f.keys[t] = true
 				continue
 			}
 			next()

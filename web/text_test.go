@@ -16,7 +16,8 @@ import (
 // A NUL byte or invalid UTF-8 in a path, a query or a form is refused with 400 naming the
 // parameter, on both databases (PostgreSQL cannot even look such a name up), for the API
 // and the pages alike, before anything is read by it, and so is a JSON body's string
-// that holds one or half a UTF-16 surrogate pair; nothing is stored or audited.
+// that holds one or half a UTF-16 surrogate pair, and a key given twice in one object
+// (encoding/json would keep the last unsaid); nothing is stored or audited.
 func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
@@ -79,6 +80,9 @@ func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
 			{"half a surrogate pair in a command", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true", "\udfff"]}`, "command[1]", "surrogate"},
 			{"a template's spec", "POST", "/api/v1/projects/vision-main/templates", `{"name": "t", "spec": {"name": "\ud83d", "command": ["true"]}}`, "spec.name", "surrogate"},
 			{"NUL in the project of usage", "POST", "/api/v1/usage", `{"resource": "egress", "project": "\u0000", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "project", "NUL"},
+			{"a project given twice", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "project": "speech-main"}`, "project", "twice"},
+			{"a variable given twice", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "env": {"A": "1", "A": "2"}}`, "env.A", "twice"},
+			{"a resource given twice", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "resources": {"gpus": 0, "gpus": 8}}`, "resources.gpus", "twice"},
 			{"NUL in a node's reason", "POST", "/api/v1/nodes/gpu-1/state", `{"state": "cordoned", "reason": "a\u0000"}`, "reason", "NUL"},
 		} {
 			res, body := s.send(s.browser(), tc.method, tc.path, tc.body, bearer)
