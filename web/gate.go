@@ -398,8 +398,20 @@ func bodyProject(c *gin.Context) (string, *refusal) {
 	var v struct {
 		Project string `json:"project"`
 	}
-	if err := json.Unmarshal(body, &v); err != nil {
-		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "the body is not valid JSON: " + err.Error(), field: "body"}
+	// Said as the handlers say it: the field, and what it must be in JSON's words, not Go's.
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch err := json.Unmarshal(body, &v); {
+	case len(bytes.TrimSpace(body)) == 0:
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: `is empty: send a JSON object such as {"project": "…"}`, field: "body"}
+	case errors.As(err, &te) && te.Field == "project":
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "must be a string, not " + te.Value, field: "project"}
+	case errors.As(err, &te):
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "must be a JSON object, not " + te.Value, field: "body"}
+	case errors.As(err, &se):
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: fmt.Sprintf("is not valid JSON (at byte %d): %v", se.Offset, err), field: "body"}
+	case err != nil:
+		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "is not valid JSON: " + err.Error(), field: "body"}
 	}
 	if v.Project == "" {
 		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "the project field is missing: name the project", field: "project"}

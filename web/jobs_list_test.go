@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,16 +265,25 @@ func TestAPIErrorsNameTheField(t *testing.T) {
 		status             int
 		field              string
 	}{
-		"job id not a number": {"GET", "/api/v1/jobs/abc", "", http.StatusBadRequest, "id"},
-		"no such job":         {"GET", "/api/v1/jobs/99999", "", http.StatusNotFound, "id"},
-		"body not JSON":       {"POST", "/api/v1/jobs", "{project", http.StatusBadRequest, "body"},
-		"no project in body":  {"POST", "/api/v1/jobs", `{"name": "x"}`, http.StatusBadRequest, "project"},
-		"unknown project":     {"POST", "/api/v1/jobs", `{"project": "nope"}`, http.StatusNotFound, "project"},
+		"job id not a number":  {"GET", "/api/v1/jobs/abc", "", http.StatusBadRequest, "id"},
+		"no such job":          {"GET", "/api/v1/jobs/99999", "", http.StatusNotFound, "id"},
+		"body not JSON":        {"POST", "/api/v1/jobs", "{project", http.StatusBadRequest, "body"},
+		"no project in body":   {"POST", "/api/v1/jobs", `{"name": "x"}`, http.StatusBadRequest, "project"},
+		"unknown project":      {"POST", "/api/v1/jobs", `{"project": "nope"}`, http.StatusNotFound, "project"},
+		"project not a string": {"POST", "/api/v1/jobs", `{"project": 5}`, http.StatusBadRequest, "project"},
+		"body not an object":   {"POST", "/api/v1/jobs", `["default"]`, http.StatusBadRequest, "body"},
+		"body a string":        {"POST", "/api/v1/jobs", `"default"`, http.StatusBadRequest, "body"},
+		"body empty":           {"POST", "/api/v1/jobs", ``, http.StatusBadRequest, "body"},
+		"truncated body":       {"POST", "/api/v1/jobs", `{"project": "vision-main"`, http.StatusBadRequest, "body"},
 	} {
-		res, body := s.send(s.browser(), tc.method, tc.path, tc.body, map[string]string{"Authorization": "Bearer " + write})
+		res, body := s.send(s.browser(), tc.method, tc.path, tc.body, map[string]string{"Authorization": "Bearer " + write, "Content-Type": "application/json"})
 		var e errorBody
 		if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != tc.status || e.Error.Field != tc.field || e.Error.Code == "" || e.Error.Message == "" {
 			t.Errorf("%s: %d %s, want %d naming %s", name, res.StatusCode, body, tc.status, tc.field)
+		}
+		// In JSON's words: not Go's types.
+		if strings.Contains(e.Error.Message, "Go ") || strings.Contains(e.Error.Message, "struct") {
+			t.Errorf("%s: the message speaks Go: %s", name, e.Error.Message)
 		}
 	}
 }
