@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -41,12 +40,12 @@ func (h *Handler) MemberUpdate(c *gin.Context) {
 	var body struct {
 		Role string `json:"role"`
 	}
-	if err := json.NewDecoder(c.Request.Body).Decode(&body); err != nil {
-		jsonError(c, http.StatusBadRequest, "malformed", `the body must be JSON such as {"role": "member"}`, "role")
+	var fe *models.FieldError
+	if err := readJSON(c, &body, `{"role": "member"}`); errors.As(err, &fe) {
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
 		return
 	}
 	err := h.authz.SetProjectRole(c.Request.Context(), u, routeProject(c), body.Role)
-	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
 		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)

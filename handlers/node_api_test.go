@@ -80,6 +80,9 @@ func TestNodeAPI(t *testing.T) {
 		{`{"state": "draining", "drain_for": "soon"}`, 400, `"field":"drain_for"`},
 		{`{"state": "asleep"}`, 400, `"field":"state"`},
 		{`not json`, 400, `"field":"body"`},
+		{`{"state": "cordoned", "reson": "typo"}`, 400, `"field":"reson"`}, // not cordoned without its reason
+		{`{"state": 1}`, 400, `"message":"must be a string, not number","field":"state"`},
+		{`{"state": "cordoned", "reason": "` + strings.Repeat("x", 70<<10) + `"}`, 400, `"field":"reason"`},
 		{`{"state": "cordoned"}`, 200, `"state":"cordoned"`},
 		{`{"state": "ready"}`, 200, `"state":"ready"`},
 	} {

@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -24,12 +22,9 @@ type nodeStateRequest struct {
 // NodeStateUpdate is an admin's action on a node: cordon, drain, ready or down.
 func (h *Handler) NodeStateUpdate(c *gin.Context) {
 	var req nodeStateRequest
-	body, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10))
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		jsonError(c, http.StatusBadRequest, "invalid", `send {"state": "ready|cordoned|draining|down", "reason": "…", "drain_for": "30m"}`, "body")
+	var fe *models.FieldError
+	if err := readJSON(c, &req, `{"state": "ready|cordoned|draining|down", "reason": "…", "drain_for": "30m"}`); errors.As(err, &fe) {
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
 		return
 	}
 	var deadline time.Time
@@ -46,7 +41,6 @@ func (h *Handler) NodeStateUpdate(c *gin.Context) {
 		return
 	}
 	n, err := h.dispatch.SetNodeState(c.Request.Context(), c.Param("name"), req.State, req.Reason, deadline)
-	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
 		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)

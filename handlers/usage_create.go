@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,23 +16,30 @@ import (
 // usageBody is what a meter outside Gantry (a cloud bill, a storage system) reports:
 // bytes a project sent out of the fleet, or held on persistent storage, over a period.
 type usageBody struct {
-	Resource string    `json:"resource"`
-	Project  string    `json:"project"`
-	JobID    *int64    `json:"job_id"`
-	Bytes    int64     `json:"bytes"`
-	From     time.Time `json:"from"`
-	To       time.Time `json:"to"`
+	Resource string `json:"resource"`
+	Project  string `json:"project"`
+	JobID    *int64 `json:"job_id"`
+	Bytes    int64  `json:"bytes"`
+	// From and To are RFC 3339 times, read here so that a bad one is named.
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // UsageCreate prices egress or storage usage into the ledger: 201 with the amount
 // charged, or 400 naming the field. Each call adds to the ledger: report a period once.
 func (h *Handler) UsageCreate(c *gin.Context) {
 	var b usageBody
-	dec := json.NewDecoder(c.Request.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		jsonError(c, http.StatusBadRequest, "malformed", "the body is not a usage report: "+err.Error()+
-			` (want {"resource": "egress"|"storage", "project", "job_id", "bytes", "from", "to"}, times in RFC 3339)`, "body")
+	var fe *models.FieldError
+	err := readJSON(c, &b, `{"resource": "egress"|"storage", "project", "job_id", "bytes", "from", "to"}, times in RFC 3339`)
+	var from, to time.Time
+	if err == nil {
+		from, err = rfc3339("from", b.From)
+	}
+	if err == nil {
+		to, err = rfc3339("to", b.To)
+	}
+	if errors.As(err, &fe) {
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
 		return
 	}
 	ctx := c.Request.Context()
@@ -46,8 +52,7 @@ func (h *Handler) UsageCreate(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	entries, err := h.cost.RecordUsage(ctx, accounting.Usage{Resource: b.Resource, ProjectID: project.ID, JobID: b.JobID, Bytes: b.Bytes, From: b.From, To: b.To})
-	var fe *models.FieldError
+	entries, err := h.cost.RecordUsage(ctx, accounting.Usage{Resource: b.Resource, ProjectID: project.ID, JobID: b.JobID, Bytes: b.Bytes, From: from, To: to})
 	switch {
 	case errors.As(err, &fe):
 		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
@@ -61,5 +66,14 @@ func (h *Handler) UsageCreate(c *gin.Context) {
 		amount += e.AmountMicros
 	}
 	c.JSON(http.StatusCreated, gin.H{"resource": b.Resource, "project": project.Name, "job_id": b.JobID, "bytes": b.Bytes,
-		"from": b.From.UTC(), "to": b.To.UTC(), "amount_micros": amount, "ledger_entries": len(entries)})
+		"from": from.UTC(), "to": to.UTC(), "amount_micros": amount, "ledger_entries": len(entries)})
+}
+
+// rfc3339 reads the time of field, or says what it must be.
+func rfc3339(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, models.Invalid(field, "%q is not an RFC 3339 time such as 2026-03-02T00:00:00Z", s)
+	}
+	return t, nil
 }

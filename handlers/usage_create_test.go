@@ -67,8 +67,13 @@ func TestUsageCreate(t *testing.T) {
 		}
 
 		for _, c := range []struct{ body, field string }{
-			{`{"resource": "egress", "project": "detect", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z", "cost": 5}`, "body"},
-			{`{"resource": "egress", "project": "detect", "bytes": 1, "from": "yesterday", "to": "2026-03-02T01:00:00Z"}`, "body"},
+			{`{"resource": "egress", "project": "detect", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z", "cost": 5}`, "cost"},
+			{`{"resource": "egress", "project": "detect", "bytes": 1, "from": "yesterday", "to": "2026-03-02T01:00:00Z"}`, "from"},
+			{`{"resource": "egress", "project": "detect", "bytes": "1", "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "bytes"},
+			{`{"resource": "egress", "project": "detect", "bytes": 1e30, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "bytes"},
+			{`{"resource": "egress", "project": "detect", "job_id": "x", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "job_id"},
+			{`[]`, "body"},
+			{``, "body"},
 			{`{"resource": "gpu", "project": "detect", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "resource"},
 			{`{"resource": "egress", "project": "nowhere", "bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "project"},
 			{`{"resource": "egress", "project": "detect", "bytes": -1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "bytes"},
@@ -78,7 +83,8 @@ func TestUsageCreate(t *testing.T) {
 		} {
 			status, out := post(c.body)
 			e, _ := out["error"].(map[string]any)
-			if status != http.StatusBadRequest || e["field"] != c.field || e["message"] == "" {
+			// Named in JSON's words, not Go's ("cannot unmarshal string into Go struct field usageBody.bytes").
+			if msg, _ := e["message"].(string); status != http.StatusBadRequest || e["field"] != c.field || msg == "" || strings.Contains(msg, "Go ") || strings.Contains(msg, "usageBody") {
 				t.Errorf("%s: %d %v, want 400 naming %s", c.body, status, out, c.field)
 			}
 		}

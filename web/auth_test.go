@@ -426,7 +426,9 @@ func TestBadInputIsRefusedAndAudited(t *testing.T) {
 			{"anonymous API call", anon, "GET", "/api/v1/me", "", nil, 401, "Sign in first, or send an API token"},
 			{"POST to another project", anon, "PUT", "/api/v1/projects/default/members/mallory", `{"role": "team-lead"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 403, "You may not manage the members of project default: you have no role in it. Ask a team lead of project default or a Gantry admin for the team-lead role."},
 			{"unknown project", anon, "GET", "/api/v1/projects/nope/members", "", map[string]string{"Authorization": "Bearer " + mallorySecret}, 404, `there is no project \"nope\"`},
-			{"malformed JSON", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role":`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `the body must be JSON`},
+			{"malformed JSON", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role":`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `"field":"body"`},
+			{"role not a string", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role": 1}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `{"code":"invalid","message":"must be a string, not number","field":"role"}`},
+			{"unknown field", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role": "viewer", "rol": "team-lead"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `"field":"rol"`},
 			{"unknown role", anon, "PUT", "/api/v1/projects/asr/members/mallory", `{"role": "owner"}`, map[string]string{"Authorization": "Bearer " + mallorySecret}, 400, `\"owner\" is not a project role`},
 		}
 		for _, tc := range cases {
