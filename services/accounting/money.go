@@ -13,10 +13,17 @@ const MicrosPerUnit = 1_000_000
 // mulDiv returns a*b*c/d rounded half away from zero, for non-negative a, b, c and a
 // positive d, without overflowing: a rate times a share times seconds can pass 2^63.
 func mulDiv(a, b, c, d int64) int64 {
+	v, _ := mulDivFits(a, b, c, d)
+	return v
+}
+
+// mulDivFits is mulDiv, and whether the result fits an int64 (else it is meaningless).
+func mulDivFits(a, b, c, d int64) (int64, bool) {
 	n := new(big.Int).Mul(big.NewInt(a), big.NewInt(b))
 	n.Mul(n, big.NewInt(c))
 	n.Add(n, big.NewInt(d/2))
-	return n.Quo(n, big.NewInt(d)).Int64()
+	n.Quo(n, big.NewInt(d))
+	return n.Int64(), n.IsInt64()
 }
 
 // FormatMicros writes an amount of micro-units as a decimal with six places, exact.

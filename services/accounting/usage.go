@@ -25,6 +25,11 @@ type Usage struct {
 
 const bytesPerGiB = 1 << 30
 
+// MaxUsagePeriod is the longest period one usage report covers. A meter reports as it
+// goes (a day, a month of a bill); the bound keeps a report's ledger entries, one per
+// day, few, and its sums within int64.
+const MaxUsagePeriod = 366 * 24 * time.Hour
+
 // RecordUsage prices u and appends it to the ledger, audited with the actor of ctx.
 // Egress is spread over its period by time, so a price change inside it is honoured;
 // storage pays GiB-months.
@@ -37,6 +42,8 @@ func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerE
 		return nil, models.Invalid("bytes", "%d is negative", u.Bytes)
 	case from.IsZero() || !from.Before(to):
 		return nil, models.Invalid("to", "the period must end after it starts (from %s, to %s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	case to.Sub(from) > MaxUsagePeriod:
+		return nil, models.Invalid("to", "the period from %s to %s is longer than 366 days: report it in parts", from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
 	project, err := a.store.ProjectByID(ctx, u.ProjectID)
 	if err != nil {
@@ -81,7 +88,11 @@ func (a *Accounting) RecordUsage(ctx context.Context, u Usage) ([]models.LedgerE
 			secs += n
 			e := owner
 			e.Resource, e.RateMicros, e.PeriodStart, e.PeriodEnd = u.Resource, p.rate.RateMicros, p.from, p.to
-			e.AmountMicros = mulDiv(u.Bytes, priced, 1, den) - paid
+			amount, ok := mulDivFits(u.Bytes, priced, 1, den)
+			if !ok {
+				return nil, models.Invalid("bytes", "%d bytes at the %s rates cost more than the ledger counts: check the figure, or report it in parts", u.Bytes, u.Resource)
+			}
+			e.AmountMicros = amount - paid
 			e.QuantityMilli = mulDiv(u.Bytes, 1000*secs, 1, den) - counted
 			paid, counted = paid+e.AmountMicros, counted+e.QuantityMilli
 			entries = append(entries, e)
