@@ -139,6 +139,13 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 	}{
 		{"unknown flag", nil, []string{"serve", "--no-such-flag"}, 2, "unknown flag: --no-such-flag"},
 		{"stray argument", nil, []string{"migrate", "now"}, 2, `unexpected argument "now"`},
+		{"unknown command", nil, []string{"sevre"}, 2, `"sevre" is not a command of gantry: one of `},
+		{"unknown subcommand", nil, []string{"job", "list"}, 2, `"list" is not a command of gantry job: one of cancel, get, hold, logs, ls, release, submit`},
+		{"unknown subcommand two deep", nil, []string{"admin", "token", "make"}, 2, `"make" is not a command of gantry admin token`},
+		{"a number that is not", nil, []string{"job", "submit", "--gpus", "two"}, 2, `--gpus "two": want a whole number`},
+		{"a number too large", nil, []string{"job", "submit", "--gpus", "99999999999999999999"}, 2, `--gpus "99999999999999999999": want a whole number of sensible size`},
+		{"not true or false", nil, []string{"nodes", "ls", "--removed=maybe"}, 2, `--removed "maybe": want true or false`},
+		{"not a duration", nil, []string{"serve", "--data-dir", t.TempDir(), "--session-idle", "soon"}, 2, `--session-idle "soon": want a duration such as 90s, 30m or 2h`},
 		{"malformed database url", nil, []string{"migrate", "--database-url", "mysql://root@db/x"}, 1, "invalid --database-url"},
 		{"unreachable postgres", nil, []string{"migrate", "--database-url", "postgres://u:s3cret@127.0.0.1:1/gantry"}, 1, "connect to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/gantry"},
 		{"no database connections", nil, []string{"migrate", "--data-dir", t.TempDir(), "--database-max-conns", "0"}, 2, "--database-max-conns 0: want 1 or more"},
@@ -172,6 +179,9 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 			}
 			if strings.Contains(stderr, "goroutine") || strings.Contains(stderr, "s3cret") {
 				t.Errorf("stderr leaks a stack trace or a secret: %s", stderr)
+			}
+			if strings.Contains(stderr, "strconv.") {
+				t.Errorf("stderr speaks Go: %s", stderr)
 			}
 		})
 	}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // globalOpts are the flags every subcommand has.
@@ -33,7 +37,7 @@ which wins over the config file.`,
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configFile, "config", "", "YAML config file whose keys are flag names")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
@@ -56,14 +60,73 @@ which wins over the config file.`,
 		newHealthcheckCmd(),
 		newVersionCmd(),
 	)
-	root.Args = cobra.NoArgs
+	root.Args = unknownCommand
 	root.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
 	for _, c := range root.Commands() {
 		if c.Args == nil {
 			c.Args = noArgs
 		}
+		groups(c)
 	}
 	return root
+}
+
+// groups makes each command under c that holds others refuse a word that is none of
+// them as a usage error naming them, and one that only holds others (job, images, …)
+// print its help when given no word: cobra printed the help and exited 0, so that a
+// script's "gantry job list" looked like success.
+func groups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groups(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	c.Args = unknownCommand
+	if !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// unknownCommand refuses a word that is none of the command's subcommands, naming them.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	if len(names) == 0 { // only hidden ones, such as agent shim
+		return noArgs(cmd, args)
+	}
+	return usageError{fmt.Errorf("%q is not a command of %s: one of %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
+}
+
+// flagError says a flag's bad value as Gantry's own checks do (--flag "value": want
+// …), rather than in strconv's words ("strconv.ParseInt: parsing \"abc\": invalid syntax").
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return err
+	}
+	want := "a " + iv.GetFlag().Value.Type()
+	switch iv.GetFlag().Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "count":
+		want = "a whole number"
+		if errors.Is(err, strconv.ErrRange) {
+			want = "a whole number of sensible size"
+		}
+	case "float32", "float64":
+		want = "a number such as 0.5"
+	case "bool":
+		want = "true or false"
+	case "duration":
+		want = "a duration such as 90s, 30m or 2h"
+	}
+	return fmt.Errorf("--%s %q: want %s", iv.GetFlag().Name, iv.GetValue(), want)
 }
 
 // noArgs refuses stray positional arguments with a usage error.
