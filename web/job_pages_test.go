@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -514,4 +515,38 @@ func TestSubmitFormPreviewAsksForWhatIsMissing(t *testing.T) {
 	if p := previewOf(body); !strings.Contains(p, "Fix this first: Command: has a quote that does not close") {
 		t.Errorf("the preview of a bad command: %s", p)
 	}
+}
+
+// More GPUs than any node has (9 on a cluster of 8-GPU nodes) is refused at submission,
+// through the form and the API alike, naming the GPUs field and the most a node has;
+// nothing is stored.
+func TestSubmitMoreGPUsThanANodeHas(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		s.join("gpu-8", "8xA100-80GB")
+		ada := s.user("ada", "default", models.RoleMember)
+		f := jobForm(s.csrf(ada, "/jobs/new"))
+		f.Set("gpus", "9")
+		f.Set("gpu_share", "")
+		res, body := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(formErrorOf(body), "GPUs: 9 is out of range; allowed: 0..8 per replica") ||
+			!regexp.MustCompile(`id="f-gpus"[^>]*aria-invalid="true"`).MatchString(body) || !strings.Contains(body, `value="train-1"`) {
+			t.Errorf("9 GPUs through the form: %d %q", res.StatusCode, formErrorOf(body))
+		}
+		token, _, err := s.id.CreateToken(ctx, userByName(t, st, "ada"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body = s.send(s.browser(), "POST", "/api/v1/jobs", `{"project": "default", "name": "x", "command": ["true"], "resources": {"gpus": 9}}`,
+			map[string]string{"Authorization": "Bearer " + token})
+		var e errorBody
+		if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Field != "resources.gpus" || !strings.Contains(e.Error.Message, "allowed: 0..8") {
+			t.Errorf("9 GPUs through the API: %d %s", res.StatusCode, body)
+		}
+		if n, err := st.JobCountsByState(ctx); err != nil || len(n) != 0 {
+			t.Errorf("refused submissions stored jobs: %v %v", n, err)
+		}
+	})
 }

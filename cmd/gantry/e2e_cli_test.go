@@ -174,6 +174,21 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if out := u.ok("images", "ls"); !strings.Contains(out, "plain-command") || !strings.HasPrefix(out, "NAME") {
 		t.Fatalf("images ls: %q", out)
 	}
+	// Every list in both of the API's formats.
+	for _, args := range [][]string{{"images", "ls"}, {"nodes", "ls"}, {"job", "ls"}} {
+		var asJSON, asYAML map[string]any
+		if err := json.Unmarshal([]byte(u.ok(append(args, "-o", "json")...)), &asJSON); err != nil || len(asJSON) == 0 {
+			t.Errorf("%s -o json: %v %v", strings.Join(args, " "), asJSON, err)
+		}
+		if err := yaml.Unmarshal([]byte(u.ok(append(args, "-o", "yaml")...)), &asYAML); err != nil || len(asYAML) == 0 {
+			t.Errorf("%s -o yaml: %v %v", strings.Join(args, " "), asYAML, err)
+		}
+		for k := range asJSON {
+			if _, ok := asYAML[k]; !ok {
+				t.Errorf("%s -o yaml lacks %s, which -o json has", strings.Join(args, " "), k)
+			}
+		}
+	}
 	if out := u.ok("nodes", "ls"); !strings.Contains(out, "SIMULATED") || !strings.Contains(out, "-local") {
 		t.Fatalf("nodes ls: %q", out)
 	}
@@ -230,20 +245,24 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		code int
 		want string
 	}{
-		"bad output":           {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
-		"unknown state":        {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
-		"bad cursor":           {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
-		"not an ID":            {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},
-		"no such job":          {[]string{"job", "get", "999"}, 1, "id: there is no job 999"},
-		"stray argument":       {[]string{"job", "ls", "extra"}, 2, `unexpected argument "extra"`},
-		"YAML syntax":          {[]string{"job", "submit", "-f", badYAML}, 2, "is not valid YAML"},
-		"unknown field":        {[]string{"job", "submit", "-f", unknown}, 1, "gpu:"},
-		"negative GPUs":        {[]string{"job", "submit", "-f", jobYAML, "--gpus", "-1"}, 1, "resources.gpus: "},
-		"env without =":        {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
-		"missing job file":     {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},
-		"server gone":          {[]string{"job", "ls", "--server", "http://127.0.0.1:1"}, 1, "cannot reach http://127.0.0.1:1"},
-		"template, no project": {[]string{"job", "submit", "--template", "nightly", "--name", "n"}, 2, "--template needs the project it is saved in"},
-		"no such template":     {[]string{"job", "submit", "--project", "default", "--template", "nope"}, 1, "name: project default has no template called nope"},
+		"bad output":            {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
+		"unknown state":         {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
+		"bad cursor":            {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
+		"not an ID":             {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},
+		"no such job":           {[]string{"job", "get", "999"}, 1, "id: there is no job 999"},
+		"stray argument":        {[]string{"job", "ls", "extra"}, 2, `unexpected argument "extra"`},
+		"YAML syntax":           {[]string{"job", "submit", "-f", badYAML}, 2, "is not valid YAML"},
+		"unknown field":         {[]string{"job", "submit", "-f", unknown}, 1, "gpu:"},
+		"negative GPUs":         {[]string{"job", "submit", "-f", jobYAML, "--gpus", "-1"}, 1, "resources.gpus: "},
+		"env without =":         {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
+		"GPUs not a number":     {[]string{"job", "submit", "-f", jobYAML, "--gpus", "two"}, 2, `--gpus "two": want a whole number`},
+		"more GPUs than a node": {[]string{"job", "submit", "-f", jobYAML, "--gpus", "9"}, 1, "resources.gpus: 9 is out of range"},
+		"unknown image":         {[]string{"job", "submit", "-f", jobYAML, "--image", "no-such-image"}, 1, `image: "no-such-image" is not in the image catalog`},
+		"unknown subcommand":    {[]string{"job", "list"}, 2, `"list" is not a command of gantry job`},
+		"missing job file":      {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},
+		"server gone":           {[]string{"job", "ls", "--server", "http://127.0.0.1:1"}, 1, "cannot reach http://127.0.0.1:1"},
+		"template, no project":  {[]string{"job", "submit", "--template", "nightly", "--name", "n"}, 2, "--template needs the project it is saved in"},
+		"no such template":      {[]string{"job", "submit", "--project", "default", "--template", "nope"}, 1, "name: project default has no template called nope"},
 	} {
 		_, stderr, code := u.run("", tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
