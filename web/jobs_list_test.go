@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -228,20 +229,21 @@ func TestJobsAPIRefusesBadInputNamingTheField(t *testing.T) {
 		query url.Values
 		field string
 	}{
-		"unknown state":           {"ada", url.Values{"state": {"queued,sleeping"}}, "state"},
-		"unknown project":         {"ada", url.Values{"project": {"nope"}}, "project"},
-		"foreign project":         {"ada", url.Values{"project": {"speech-main"}}, "project"},
-		"unknown user":            {"admin", url.Values{"user": {"mallory"}}, "user"},
-		"not an image":            {"admin", url.Values{"image": {"Not An Image!"}}, "image"},
-		"not a time":              {"admin", url.Values{"from": {"yesterday"}}, "from"},
-		"range backwards":         {"admin", url.Values{"from": {"2026-03-02"}, "to": {"2026-03-01"}}, "to"},
-		"unknown sort":            {"admin", url.Values{"sort": {"command"}}, "sort"},
-		"limit zero":              {"admin", url.Values{"limit": {"0"}}, "limit"},
-		"limit too big":           {"admin", url.Values{"limit": {"201"}}, "limit"},
-		"limit not a number":      {"admin", url.Values{"limit": {"ten"}}, "limit"},
-		"garbage cursor":          {"ada", url.Values{"cursor": {"!!!"}}, "cursor"},
-		"base64 but not a cursor": {"ada", url.Values{"cursor": {"bm90IGpzb24"}}, "cursor"},
-		"cursor of another sort":  {"ada", url.Values{"cursor": {*first.NextCursor}, "sort": {"name"}}, "cursor"},
+		"unknown state":            {"ada", url.Values{"state": {"queued,sleeping"}}, "state"},
+		"unknown project":          {"ada", url.Values{"project": {"nope"}}, "project"},
+		"foreign project":          {"ada", url.Values{"project": {"speech-main"}}, "project"},
+		"unknown user":             {"admin", url.Values{"user": {"mallory"}}, "user"},
+		"not an image":             {"admin", url.Values{"image": {"Not An Image!"}}, "image"},
+		"not a time":               {"admin", url.Values{"from": {"yesterday"}}, "from"},
+		"range backwards":          {"admin", url.Values{"from": {"2026-03-02"}, "to": {"2026-03-01"}}, "to"},
+		"unknown sort":             {"admin", url.Values{"sort": {"command"}}, "sort"},
+		"limit zero":               {"admin", url.Values{"limit": {"0"}}, "limit"},
+		"limit too big":            {"admin", url.Values{"limit": {"201"}}, "limit"},
+		"limit not a number":       {"admin", url.Values{"limit": {"ten"}}, "limit"},
+		"garbage cursor":           {"ada", url.Values{"cursor": {"!!!"}}, "cursor"},
+		"base64 but not a cursor":  {"ada", url.Values{"cursor": {"bm90IGpzb24"}}, "cursor"},
+		"forged cursor with a NUL": {"ada", url.Values{"sort": {"name"}, "cursor": {base64.RawURLEncoding.EncodeToString([]byte(`{"s":"name","t":"2026-03-01T00:00:00Z","n":"a\u0000","id":1}`))}}, "cursor"},
+		"cursor of another sort":   {"ada", url.Values{"cursor": {*first.NextCursor}, "sort": {"name"}}, "cursor"},
 	} {
 		status, _, e := s.list(tc.user, tc.query)
 		if status != http.StatusBadRequest || e.Error.Field != tc.field || e.Error.Code != "invalid" || e.Error.Message == "" {

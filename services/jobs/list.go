@@ -286,7 +286,8 @@ func decodeCursor(s, sort string) (store.JobKey, error) {
 		return store.JobKey{}, bad
 	}
 	var c cursor
-	if err := json.Unmarshal(b, &c); err != nil || c.ID <= 0 {
+	// No job's name holds a NUL, so no cursor of ours does; PostgreSQL could not compare one.
+	if err := json.Unmarshal(b, &c); err != nil || c.ID <= 0 || strings.ContainsRune(c.Name, 0) {
 		return store.JobKey{}, bad
 	}
 	if c.Sort != sort {
