@@ -2,11 +2,13 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,7 @@ func costSite(t *testing.T, st *store.Store) (get func(as, path string) (int, st
 		r.Use(func(c *gin.Context) { c.Set(handlers.UserKey, u) })
 		r.GET("/cost", h.CostShow)
 		r.GET("/cost.csv", h.CostExport)
+		r.GET("/api/v1/cost", h.CostAPIShow)
 		servers[name] = httptest.NewServer(r)
 		t.Cleanup(servers[name].Close)
 	}
@@ -148,6 +151,68 @@ func TestCostPage(t *testing.T) {
 		}
 		if status, body, _ := get("root", "/cost.csv?by=colour"+march); status != http.StatusBadRequest || !strings.Contains(body, "by: ") {
 			t.Errorf("bad CSV: %d %s", status, body)
+		}
+	})
+}
+
+// GET /api/v1/cost is the cost page's view as JSON: the same scope for each user, the
+// same totals, quantities where one resource is asked for, and bad filters refused by
+// field.
+func TestCostAPI(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		get := costSite(t, st)
+		type line struct {
+			Bucket, Label, Quantity, Amount string
+			Key                             int64
+			AmountMicros                    int64 `json:"amount_micros"`
+		}
+		type view struct {
+			From, To, By, Bucket, Resource, Unit, Total string
+			All                                         bool
+			Projects                                    []string
+			TotalMicros                                 int64 `json:"total_micros"`
+			Rows                                        []line
+		}
+		read := func(as, path string) view {
+			t.Helper()
+			status, body, hdr := get(as, path)
+			var v view
+			if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || json.Unmarshal([]byte(body), &v) != nil {
+				t.Fatalf("%s GET %s = %d %s", as, path, status, body)
+			}
+			return v
+		}
+		march := "&from=2026-03-01&to=2026-03-31"
+		v := read("root", "/api/v1/cost?by=project&bucket=day"+march)
+		if !v.All || len(v.Projects) != 0 || v.TotalMicros != 16_000_000 || v.Total != "16.000000" || len(v.Rows) != 5 ||
+			v.From != "2026-03-01" || v.To != "2026-03-31" || v.By != "project" || v.Bucket != "day" || v.Unit != "" {
+			t.Fatalf("admin by project and day: %+v", v)
+		}
+		if r := v.Rows[0]; r.Bucket != "2026-03-01" || r.Label != "detect" || r.Key == 0 || r.AmountMicros != 1_000_000 || r.Amount != "1.000000" || r.Quantity != "" {
+			t.Errorf("first row: %+v", r)
+		}
+
+		v = read("ada", "/api/v1/cost?by=project&bucket=&resource=egress"+march)
+		want := []line{{Label: "detect", Quantity: "6.000", Amount: "6.000000", AmountMicros: 6_000_000}}
+		if v.All || !slices.Equal(v.Projects, []string{"detect"}) || v.Unit != "gib" || v.TotalMicros != 6_000_000 || len(v.Rows) != 1 {
+			t.Fatalf("member's totals of egress: %+v", v)
+		}
+		v.Rows[0].Key = 0
+		if v.Rows[0] != want[0] {
+			t.Errorf("member's row %+v, want %+v", v.Rows[0], want[0])
+		}
+		if v := read("bob", "/api/v1/cost?by=team"+march); v.All || v.Projects == nil || len(v.Projects) != 0 || v.Rows == nil || len(v.Rows) != 0 || v.Total != "0.000000" {
+			t.Errorf("outsider: %+v", v)
+		}
+		for _, bad := range []struct{ query, field string }{
+			{"?by=colour", "by"}, {"?bucket=hour", "bucket"}, {"?from=March", "from"}, {"?to=2026-02-30", "to"},
+			{"?from=2026-03-02&to=2026-03-01", "to"}, {"?resource=gold", "resource"},
+		} {
+			status, body, _ := get("ada", "/api/v1/cost"+bad.query)
+			var e struct{ Error handlers.APIError }
+			if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &e) != nil || e.Error.Field != bad.field || e.Error.Code != "invalid" || e.Error.Message == "" {
+				t.Errorf("GET /api/v1/cost%s = %d %s, want 400 on %s", bad.query, status, body, bad.field)
+			}
 		}
 	})
 }

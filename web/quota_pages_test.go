@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
@@ -218,6 +219,97 @@ func TestCPUQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		}
 		if strings.Contains(body, "not enforced") || strings.Contains(body, "the scheduler limits GPUs") {
 			t.Error("the quotas page still says CPU and memory are not enforced")
+		}
+	})
+}
+
+// GET /api/v1/quotas shows anyone signed in what the cluster page shows: use no quota
+// limits, then the quota set on the console with its limits and the use under it; a
+// team filter keeps one team's and names an unknown team as the field at fault.
+func TestQuotasThroughTheAPI(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		s := newDispatchSite(t, st)
+		s.join("gpu-1", "2xA100-80GB")
+		admin, err := st.UserByUsername(ctx, "admin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, _, err := s.id.CreateToken(ctx, admin, "ci", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader := &models.User{Username: "reader"}
+		if err := st.CreateUser(ctx, reader); err != nil {
+			t.Fatal(err)
+		}
+		readSecret, _, err := s.id.CreateToken(ctx, reader, "ci", identity.ScopeRead, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asReader := map[string]string{"Authorization": "Bearer " + readSecret}
+		type list struct {
+			Quotas []struct {
+				Team                   string
+				GPUModel               string `json:"gpu_model"`
+				Cohort                 string
+				GPUNominalMilli        int64  `json:"gpu_nominal_milli"`
+				GPUBorrowingLimitMilli *int64 `json:"gpu_borrowing_limit_milli"`
+				GPULendingLimitMilli   *int64 `json:"gpu_lending_limit_milli"`
+				GPUUseMilli            int64  `json:"gpu_use_milli"`
+				GPUBorrowedMilli       int64  `json:"gpu_borrowed_milli"`
+				CPUNominalMilli        int64  `json:"cpu_nominal_milli"`
+			}
+			Unlimited []struct {
+				Team        string
+				GPUModel    string `json:"gpu_model"`
+				GPUUseMilli int64  `json:"gpu_use_milli"`
+			}
+		}
+		get := func(query string) list {
+			t.Helper()
+			res, body := s.send(s.browser(), "GET", "/api/v1/quotas"+query, "", asReader)
+			var l list
+			if res.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil || l.Quotas == nil || l.Unlimited == nil {
+				t.Fatalf("GET /api/v1/quotas%s = %d %s", query, res.StatusCode, body)
+			}
+			return l
+		}
+
+		s.submit(map[string]string{"Authorization": "Bearer " + secret}, "first")
+		s.disp.Tick(ctx)
+		l := get("")
+		if len(l.Quotas) != 0 || len(l.Unlimited) != 1 || l.Unlimited[0].Team != "default" || l.Unlimited[0].GPUModel != "A100-80GB" || l.Unlimited[0].GPUUseMilli != 1000 {
+			t.Fatalf("before any quota: %+v", l)
+		}
+
+		browser := s.signIn("admin", s.password)
+		token := s.csrf(browser, "/admin/quotas")
+		res, body := s.form(browser, token, "/admin/quotas", "team", "default", "gpu_model", "", "guaranteed", "0.5", "cpu", "4")
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("set a quota = %d %s", res.StatusCode, body)
+		}
+		l = get("?team=default")
+		if len(l.Quotas) != 1 || len(l.Unlimited) != 0 {
+			t.Fatalf("after the quota: %+v", l)
+		}
+		q := l.Quotas[0]
+		if q.Team != "default" || q.GPUModel != "" || q.Cohort != "" || q.GPUNominalMilli != 500 || q.GPUBorrowingLimitMilli != nil ||
+			q.GPULendingLimitMilli != nil || q.GPUUseMilli != 1000 || q.GPUBorrowedMilli != 500 || q.CPUNominalMilli != 4000 {
+			t.Errorf("the quota: %+v", q)
+		}
+
+		team := &models.Team{Name: "vision"}
+		if err := st.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		if l := get("?team=vision"); len(l.Quotas) != 0 || len(l.Unlimited) != 0 {
+			t.Errorf("a team without quota or use: %+v", l)
+		}
+		res, body = s.send(s.browser(), "GET", "/api/v1/quotas?team=nobody", "", asReader)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"field":"team"`) || !strings.Contains(body, `there is no team \"nobody\"`) {
+			t.Errorf("an unknown team = %d %s", res.StatusCode, body)
 		}
 	})
 }

@@ -43,6 +43,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/cost", SignedIn(), h.CostShow},
 		{"GET", "/cost.csv", SignedIn(), h.CostExport},
 		// Usage that no allocation carries (egress, persistent storage), from a meter outside Gantry.
+		{"GET", "/api/v1/cost", SignedIn(), h.CostAPIShow},
 		{"POST", "/api/v1/usage", Global(authz.Platform, authz.Write), h.UsageCreate},
 		// Alerts: the handlers show each user the alerts about their projects, their team's
 		// if they lead it, and their jobs; admins and team leads handle them.
@@ -175,6 +176,7 @@ func routes(h *handlers.Handler) []route {
 		{"POST", "/api/v1/jobs/:id/metrics", JobToken(), h.Job(h.JobMetricsCreate)},
 
 		{"GET", "/api/v1/nodes", SignedIn(), h.NodesIndex},
+		{"GET", "/api/v1/quotas", SignedIn(), h.QuotasAPIIndex},
 		{"POST", "/api/v1/nodes/:name/state", Global(authz.Platform, authz.Write), h.NodeStateUpdate},
 		{"POST", "/api/v1/nodes/:name/revoke", Global(authz.Platform, authz.Write), h.NodeRevoke},
 

@@ -23,7 +23,7 @@ func WriteCSV(w io.Writer, q Query, rows []Row) error {
 		header = append(header, q.By+"_key", q.By)
 	}
 	if quantity {
-		header = append(header, "quantity_"+resourceRules[q.Resources[0]].units[0])
+		header = append(header, "quantity_"+QuantityUnit(q.Resources[0]))
 	}
 	header = append(header, "amount")
 	if err := cw.Write(header); err != nil {

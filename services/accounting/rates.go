@@ -51,6 +51,15 @@ var Resources = []string{
 	models.ResourceStorage, models.ResourceEgress, models.ResourceLicense,
 }
 
+// QuantityUnit is the unit a roll-up's quantities of resource are counted in (a
+// licence's in job-hours), or "" for a resource that has no rates.
+func QuantityUnit(resource string) string {
+	if rule, ok := resourceRules[resource]; ok {
+		return rule.units[0]
+	}
+	return ""
+}
+
 var capacityTypes = []string{"", models.CapacityOnDemand, models.CapacitySpot, models.CapacityOwned}
 
 // validateRate checks r and fills the unit when the resource has only one.
