@@ -175,7 +175,7 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		t.Fatalf("images ls: %q", out)
 	}
 	// Every list in both of the API's formats.
-	for _, args := range [][]string{{"images", "ls"}, {"nodes", "ls"}, {"job", "ls"}} {
+	for _, args := range [][]string{{"images", "ls"}, {"nodes", "ls"}, {"job", "ls"}, {"quotas", "ls"}} {
 		var asJSON, asYAML map[string]any
 		if err := json.Unmarshal([]byte(u.ok(append(args, "-o", "json")...)), &asJSON); err != nil || len(asJSON) == 0 {
 			t.Errorf("%s -o json: %v %v", strings.Join(args, " "), asJSON, err)
@@ -205,9 +205,23 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	}
 	removedAt := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 	err = st.CreateNode(t.Context(), &models.Node{Name: "old-box", State: models.NodeDown, Runtime: "process", RemovedAt: &removedAt}, nil)
+	if err == nil {
+		var team *models.Team
+		if team, err = st.TeamByName(t.Context(), "default"); err == nil {
+			err = st.SaveQuota(t.Context(), &models.Quota{TeamID: team.ID, GPUModel: "A100-80GB",
+				QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 2500, CPUMilli: 8000}})
+		}
+	}
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if out := u.ok("quotas", "ls"); !regexp.MustCompile(`(?m)^TEAM +GPU MODEL +COHORT +GPUS IN USE +BORROWED +CPU IN USE +MEMORY IN USE\n` +
+		`default +A100-80GB +lab +0 of 2.5 +0 +0 cores of 8 cores +0 GiB, no limit\n$`).MatchString(out) {
+		t.Fatalf("quotas ls: %q", out)
+	}
+	if _, stderr, code := u.run("", "quotas", "ls", "--team", "nobody"); code != 1 || !strings.Contains(stderr, `there is no team "nobody"`) {
+		t.Fatalf("quotas ls --team nobody: exit %d %q", code, stderr)
 	}
 	if out, stderr, code := u.run("", "nodes", "ls"); code != 0 || strings.Contains(out, "old-box") || !strings.Contains(stderr, "Not shown: 1 removed node; gantry nodes ls --removed lists them.") {
 		t.Fatalf("nodes ls with a removed node: exit %d %q %q", code, out, stderr)
