@@ -47,11 +47,7 @@ func (h *Handler) CostAPIShow(c *gin.Context) {
 	if user == nil {
 		return
 	}
-	v, err := h.costRequest(c, user, time.Now().UTC())
-	var rows []accounting.Row
-	if err == nil && !v.none() {
-		rows, err = h.cost.Rollup(c.Request.Context(), v.query)
-	}
+	v, rows, err := h.costRows(c, user)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,11 +16,7 @@ func (h *Handler) CostExport(c *gin.Context) {
 	if user == nil {
 		return
 	}
-	v, err := h.costRequest(c, user, time.Now().UTC())
-	var rows []accounting.Row
-	if err == nil && !v.none() {
-		rows, err = h.cost.Rollup(c.Request.Context(), v.query)
-	}
+	v, rows, err := h.costRows(c, user)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		c.String(http.StatusBadRequest, "%s: %s\n", fe.Field, fe.Message)

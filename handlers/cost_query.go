@@ -61,6 +61,17 @@ func (h *Handler) costRequest(c *gin.Context, user *models.User, now time.Time) 
 	return v, nil
 }
 
+// costRows reads the filters of a cost view and sums the ledger for what the user may
+// see of it: no rows where that is nothing.
+func (h *Handler) costRows(c *gin.Context, user *models.User) (costView, []accounting.Row, error) {
+	v, err := h.costRequest(c, user, time.Now().UTC())
+	var rows []accounting.Row
+	if err == nil && !v.none() {
+		rows, err = h.cost.Rollup(c.Request.Context(), v.query)
+	}
+	return v, rows, err
+}
+
 // costProjects lists the projects whose cost v sees, with their names sorted.
 func (h *Handler) costProjects(ctx context.Context, v costViewer) ([]int64, []string, error) {
 	ids := v.projectIDs()
