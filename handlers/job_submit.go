@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -20,15 +19,11 @@ func (h *Handler) JobSubmit(c *gin.Context) {
 	if err == nil {
 		j, err = h.jobs.Submit(c.Request.Context(), principal(c).User, spec)
 	}
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d := templates.JobNewData{Form: form}
 		d.Field, d.Error = formError(form, fe)
 		h.renderJobNew(c, http.StatusBadRequest, d, false)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	h.jobSubmitted(c, j)
