@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // Spec is a job as a user submits it.
@@ -68,6 +69,9 @@ func Parse(r io.Reader) (Spec, error) {
 	// encoding/json would quietly turn invalid UTF-8 into U+FFFD.
 	if !utf8.Valid(body) {
 		return s, models.Invalid("body", "is not valid UTF-8 (at byte %d)", firstInvalid(body))
+	}
+	if err := strictjson.Check(body, &s); err != nil {
+		return s, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
