@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // maxBody bounds every request body but the agent protocol's (whose handlers bound their own).
@@ -412,6 +413,12 @@ func bodyProject(c *gin.Context) (string, *refusal) {
 		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: fmt.Sprintf("is not valid JSON (at byte %d): %v", se.Offset, err), field: "body"}
 	case err != nil:
 		return "", &refusal{status: http.StatusBadRequest, code: "malformed", message: "is not valid JSON: " + err.Error(), field: "body"}
+	}
+	// encoding/json read {"Project": …} as the project, which the handler refuses: it
+	// must not be authorised by it either. Bad input, as the text checks: not audited.
+	var fe *models.FieldError
+	if errors.As(strictjson.Check(body, &v), &fe) {
+		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: fe.Message, field: fe.Field, unaudited: true}
 	}
 	if v.Project == "" {
 		return "", &refusal{status: http.StatusBadRequest, code: "invalid", message: "the project field is missing: name the project", field: "project"}

@@ -1,6 +1,6 @@
 // Package strictjson finds what encoding/json lets pass or blames on the wrong field when
 // it decodes a request's body into a Go value: it walks the JSON beside the value's type
-// and names each fault by its path ("env.A", "command[1]", "resources.gpus"), as the
+// and names each fault by its path ("env.A", "command[1]", "resources.GPUs"), as the
 // gate's text checks (web/text.go) name theirs.
 package strictjson
 
@@ -9,17 +9,22 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gantry-gpu/gantry/models"
 )
 
-// Check returns a *models.FieldError for the first value of body that does not fit v's
-// type, named by its path: encoding/json names an array's or a map's field for a bad
-// element ("command", "env"), or nothing at all for an error of the element's own
-// UnmarshalJSON. A body that is not JSON is left to the decoder to refuse in its words.
+// Check returns a *models.FieldError for the first key or value of body that does not
+// fit v's type, named by its path: a key that is a field's name in other letter case
+// (encoding/json takes {"Project": …} for "project" unsaid), and a value of the wrong
+// type (encoding/json names an array's or a map's field for a bad element, "command" or
+// "env", or nothing at all for an error of the element's own UnmarshalJSON). Keys that
+// are no field's name at all, and a body that is not JSON, are left to the decoder to
+// refuse in its caller's words.
 func Check(body []byte, v any) error {
 	if !json.Valid(body) {
 		return nil
@@ -54,13 +59,13 @@ func walk(t reflect.Type, raw []byte, path string) error {
 		fields := fieldsOf(t)
 		return members(raw, func(key string, value []byte) error {
 			f, ok := fields[key]
-			if !ok {
-				f, ok = foldedField(fields, key)
+			if ok {
+				return walk(f, value, join(path, key))
 			}
-			if !ok {
-				return nil // an unknown field: the decoder refuses it in its caller's words
+			if name, ok := foldedName(fields, key); ok {
+				return models.Invalid(join(path, key), "is not a field: keys are matched exactly, write %q", name)
 			}
-			return walk(f, value, join(path, key))
+			return nil // an unknown field: the decoder refuses it in its caller's words
 		})
 	case reflect.Map:
 		if raw[0] != '{' {
@@ -159,14 +164,14 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// foldedField finds the field encoding/json would take key for, ignoring case.
-func foldedField(fields map[string]reflect.Type, key string) (reflect.Type, bool) {
-	for name, t := range fields {
+// foldedName finds the field encoding/json would take key for, ignoring case.
+func foldedName(fields map[string]reflect.Type, key string) (string, bool) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if strings.EqualFold(name, key) {
-			return t, true
+			return name, true
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // members calls each with every key of the JSON object raw and its value, in order.

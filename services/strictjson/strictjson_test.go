@@ -46,8 +46,10 @@ type body struct {
 }
 
 // A wrong value inside an array, a map or an object is named by its path, where
-// encoding/json blames the array or the map, or says nothing of where; what fits is
-// left alone, and so is a body that is not JSON.
+// encoding/json blames the array or the map, or says nothing of where, and so is a key
+// that encoding/json would take for a field written in other letter case; what fits is
+// left alone (a map's keys are any), and so is a body that is not JSON and a key that is
+// no field's name at all, which the decoder refuses.
 func TestCheckNamesTheValueAtFault(t *testing.T) {
 	for _, tc := range []struct{ body, field, message string }{
 		{`{"command": ["a", 1]}`, "command[1]", "must be a string, not number"},
@@ -63,6 +65,10 @@ func TestCheckNamesTheValueAtFault(t *testing.T) {
 		{`{"flag": "yes"}`, "flag", "must be true or false, not string"},
 		{`{"tag": 1}`, "tag", "must be a string, not number"},
 		{`[]`, "body", "must be an object, not array"},
+		{`{"Project": "p"}`, "Project", `is not a field: keys are matched exactly, write "project"`},
+		{`{"resources": {"GPUs": 1}}`, "resources.GPUs", `is not a field: keys are matched exactly, write "gpus"`},
+		{`{"TAG": "x"}`, "TAG", `is not a field: keys are matched exactly, write "tag"`},
+		{`{"hidden": "x", "Hidden": "y", "env": {"a": "x", "A": "y"}}`, "", ""},
 		{`{"project": "p", "unknown": 1}`, "", ""},
 		{`{"project": "p", "flag": null, "when": null, "env": null, "raw": [1, {}], "any": {"x": [1]}, "resources": {"gpus": 2}}`, "", ""},
 		{`{"project": `, "", ""},
