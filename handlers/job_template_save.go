@@ -18,7 +18,11 @@ import (
 func (h *Handler) JobTemplateSave(c *gin.Context) {
 	form := jobFormOf(c.Request.PostForm)
 	name := c.PostForm("template_name")
-	spec, err := specOfForm(form)
+	var spec jobs.Spec
+	err := cutField(c)
+	if err == nil {
+		spec, err = specOfForm(form)
+	}
 	var t *jobs.Template
 	if err == nil {
 		t, err = h.jobs.SaveTemplate(c.Request.Context(), principal(c).User, routeProject(c), name, spec)

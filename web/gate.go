@@ -91,6 +91,12 @@ func (g *gate) check(rule Access) gin.HandlerFunc {
 			return
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+		if rule.formCut {
+			if r := cutForm(c); r != nil {
+				g.refuse(c, *r)
+				return
+			}
+		}
 		if r := g.admit(c, rule); r != nil {
 			g.refuse(c, *r)
 			return
@@ -310,6 +316,45 @@ func (g *gate) checkCSRF(c *gin.Context, p *identity.Principal) *refusal {
 		return &refusal{status: http.StatusForbidden, code: "csrf", heading: "This form has expired",
 			message: "This form's security token is missing or out of date. Reload the page and try again."}
 	}
+	return nil
+}
+
+// cutForm reads a url-encoded form that is larger than maxBody as far as maxBody: the
+// fields whole within it become the request's form, and the field cut off there is named
+// to the handler (handlers.FormCut). What lies beyond maxBody is never read. A smaller
+// form is put back for parseForm; one whose cut is in a field's name, where nothing says
+// which field is too long, is refused as parseForm refuses it.
+func cutForm(c *gin.Context) *refusal {
+	if ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); ct != "application/x-www-form-urlencoded" || c.Request.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+		return nil
+	case !errors.As(err, &tooBig):
+		return &refusal{status: http.StatusBadRequest, code: "malformed", message: "The form could not be read: " + err.Error() + "."}
+	}
+	whole, last := []byte(nil), body
+	if i := bytes.LastIndexByte(body, '&'); i >= 0 {
+		whole, last = body[:i], body[i+1:]
+	}
+	key, _, ok := bytes.Cut(last, []byte("="))
+	name, kerr := url.QueryUnescape(string(key))
+	form, ferr := url.ParseQuery(string(whole))
+	if !ok || kerr != nil || ferr != nil {
+		return &refusal{status: http.StatusBadRequest, code: "too_large", message: fmt.Sprintf("The form is larger than %d KiB, the most Gantry takes.", maxBody>>10)}
+	}
+	c.Request.PostForm, c.Request.Form = form, url.Values{}
+	for k, vs := range form {
+		c.Request.Form[k] = vs
+	}
+	for k, vs := range c.Request.URL.Query() {
+		c.Request.Form[k] = append(c.Request.Form[k], vs...)
+	}
+	c.Set(handlers.FormCutKey, handlers.FormCut{Field: name, Limit: maxBody})
 	return nil
 }
 
