@@ -69,19 +69,16 @@ func (h *Handler) boolField(c *gin.Context, name string) (bool, bool) {
 }
 
 // adminFailed answers a console action's error: a missing object is 404, other bad input
-// 400 with what is wrong; it reports whether there was an error.
-func (h *Handler) adminFailed(c *gin.Context, err error) bool {
-	var fe *models.FieldError
+// 400 with what is wrong, through invalid where the form is shown again, else on an error
+// page; it reports whether there was an error.
+func (h *Handler) adminFailed(c *gin.Context, err error, invalid func(*models.FieldError)) bool {
 	var nf *directory.NotFoundError
-	switch {
-	case err == nil:
-		return false
-	case errors.As(err, &nf):
+	if errors.As(err, &nf) {
 		h.errorPage(c, http.StatusNotFound, "No such "+nf.Kind, capitalize(nf.Error())+". It may have been removed since the page you came from was drawn: go back and reload it.")
-	case errors.As(err, &fe):
-		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
-	default:
-		h.serverError(c, err)
+		return true
 	}
-	return true
+	if invalid == nil {
+		invalid = func(fe *models.FieldError) { h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe)) }
+	}
+	return h.failed(c, err, invalid)
 }

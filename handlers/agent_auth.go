@@ -64,11 +64,8 @@ func decodeAgent(c *gin.Context, v any) bool {
 // agentError answers an agent with the status its error calls for. Refused
 // credentials are logged with where they came from.
 func (h *Handler) agentError(c *gin.Context, err error) {
-	var fe *models.FieldError
 	var off *dispatch.LogOffsetError
 	switch {
-	case errors.As(err, &fe):
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
 	case errors.Is(err, dispatch.ErrUnauthorized):
 		h.log.Warn("agent refused", slog.String("path", c.Request.URL.Path), slog.String("ip", c.ClientIP()),
 			slog.String("request_id", c.GetString(RequestIDKey)), slog.String("why", err.Error()))
@@ -82,6 +79,6 @@ func (h *Handler) agentError(c *gin.Context, err error) {
 	case errors.Is(err, store.ErrConflict):
 		jsonError(c, http.StatusConflict, "conflict", err.Error(), "")
 	default:
-		h.serverError(c, err)
+		h.failed(c, err, nil)
 	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,14 +67,11 @@ func (h *Handler) changeAlert(c *gin.Context, fn func(*models.Alert, *models.Use
 		return
 	}
 	notice, err := fn(a, currentUser(c))
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d.Error = fieldMessage(fe)
 		render(c, http.StatusBadRequest, templates.Alert(h.page(c, "Alert #"+strconv.FormatInt(a.ID, 10), "alerts"), d))
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		c.Redirect(http.StatusSeeOther, "/alerts/"+strconv.FormatInt(a.ID, 10)+"?notice="+url.QueryEscape(notice))
+	}) {
+		return
 	}
+	c.Redirect(http.StatusSeeOther, "/alerts/"+strconv.FormatInt(a.ID, 10)+"?notice="+url.QueryEscape(notice))
 }

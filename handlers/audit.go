@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,14 +24,10 @@ func (h *Handler) AuditIndex(c *gin.Context) {
 	q := auditQuery(c)
 	d := templates.AuditData{Filter: templates.AuditFilter(q)}
 	f, err := h.audit.Filter(ctx, q)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d.Error, d.Field = fieldMessage(fe), fe.Field
 		render(c, http.StatusBadRequest, templates.Audit(h.page(c, "Audit log", ""), d))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	before, err := strconv.ParseInt(c.DefaultQuery("before", "0"), 10, 64)
@@ -89,13 +84,9 @@ func (h *Handler) AuditExport(c *gin.Context) {
 	ctx := c.Request.Context()
 	q := auditQuery(c)
 	f, err := h.audit.Filter(ctx, q)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.errorPage(c, http.StatusBadRequest, "Bad filter", fieldMessage(fe))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	if err := h.audit.Append(ctx, audit.Entry{Action: "audit.exported", ObjectType: "audit", Detail: auditValues(q)}); err != nil {

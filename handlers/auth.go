@@ -16,6 +16,7 @@ const (
 	PermissionKey = "gantry.permission" // authz.Permission in the route's domain
 	ProjectKey    = "gantry.project"    // *models.Project of a project route
 	JobKey        = "gantry.job"        // *models.Job named by :id, on a route whose project is the job's
+	FormCutKey    = "gantry.form_cut"   // FormCut of a form the gate read only as far as the body bound
 )
 
 // Cookies Gantry sets. All are HttpOnly and SameSite=Lax, and Secure when served over TLS.

@@ -22,16 +22,15 @@ func (h *Handler) ClassDelete(c *gin.Context) {
 		return
 	}
 	err := h.classes.Delete(c.Request.Context(), name)
-	var fe *models.FieldError
 	var nf *classes.NotFoundError
-	switch {
-	case errors.As(err, &nf):
+	if errors.As(err, &nf) {
 		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
-	case errors.As(err, &fe):
-		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/priority-classes", "Removed class "+name+".")
+		return
 	}
+	if h.failed(c, err, func(fe *models.FieldError) {
+		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
+	}) {
+		return
+	}
+	redirectNotice(c, "/admin/priority-classes", "Removed class "+name+".")
 }

@@ -29,18 +29,17 @@ func (h *Handler) ClassSave(c *gin.Context) {
 			saved, err = h.classes.Create(c.Request.Context(), in)
 		}
 	}
-	var fe *models.FieldError
 	var nf *classes.NotFoundError
-	switch {
-	case errors.As(err, &fe):
-		h.renderClasses(c, http.StatusBadRequest, templates.ClassesData{Form: form, Editing: update, Error: fieldMessage(fe), Field: fe.Field}, "")
-	case errors.As(err, &nf):
+	if errors.As(err, &nf) {
 		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/priority-classes", "Saved class "+saved.Name+"; it applies from the next scheduling pass.")
+		return
 	}
+	if h.failed(c, err, func(fe *models.FieldError) {
+		h.renderClasses(c, http.StatusBadRequest, templates.ClassesData{Form: form, Editing: update, Error: fieldMessage(fe), Field: fe.Field}, "")
+	}) {
+		return
+	}
+	redirectNotice(c, "/admin/priority-classes", "Saved class "+saved.Name+"; it applies from the next scheduling pass.")
 }
 
 func classInput(f templates.ClassForm) (classes.Input, error) {

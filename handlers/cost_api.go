@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
 )
 
@@ -48,13 +46,7 @@ func (h *Handler) CostAPIShow(c *gin.Context) {
 		return
 	}
 	v, rows, err := h.costRows(c, user)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.failed(c, err, nil) {
 		return
 	}
 	out := apiCost{From: v.filter.From, To: v.filter.To, By: v.filter.By, Bucket: v.filter.Bucket, Resource: v.filter.Resource,

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,14 +23,10 @@ func (h *Handler) CostBudgetCreate(c *gin.Context) {
 	if err == nil {
 		_, err = h.cost.CreateBudget(c.Request.Context(), in)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		fe = budgetField(fe)
 		h.renderBudgets(c, http.StatusBadRequest, templates.CostBudgetsData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Added a budget of "+accounting.FormatMoney(in.AmountMicros)+" a month."))

@@ -25,17 +25,16 @@ func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 	if err == nil {
 		b, err = h.cost.UpdateBudget(c.Request.Context(), id, in)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
-	case errors.As(err, &fe):
+		return
+	}
+	if h.failed(c, err, func(fe *models.FieldError) {
 		fe = budgetField(fe)
 		h.renderBudgets(c, http.StatusBadRequest, templates.CostBudgetsData{Form: templates.BudgetForm{Thresholds: percents(accounting.DefaultThresholds)},
 			Flash: templates.CostAdminFlash{Error: "Budget not changed. " + fieldMessage(fe), Field: fe.Field}})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Saved the budget: "+accounting.FormatMoney(b.AmountMicros)+" a month."))
+	}) {
+		return
 	}
+	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Saved the budget: "+accounting.FormatMoney(b.AmountMicros)+" a month."))
 }

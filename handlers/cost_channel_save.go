@@ -63,19 +63,18 @@ func (h *Handler) channelTarget(c *gin.Context, id int64) (string, error) {
 }
 
 func (h *Handler) channelSaved(c *gin.Context, form templates.ChannelForm, ch *models.NotificationChannel, err error, verb string) {
-	var fe *models.FieldError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		h.errorPage(c, http.StatusNotFound, "No such channel", "There is no channel "+c.Param("id")+". Go back to the channels page to see them all.")
-	case errors.As(err, &fe):
-		h.renderChannels(c, http.StatusBadRequest, templates.CostChannelsData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		state := "enabled"
-		if !ch.Enabled {
-			state = "disabled"
-		}
-		c.Redirect(http.StatusSeeOther, "/admin/cost/channels?notice="+url.QueryEscape(verb+" channel "+ch.Name+" ("+state+")."))
+		return
 	}
+	if h.failed(c, err, func(fe *models.FieldError) {
+		h.renderChannels(c, http.StatusBadRequest, templates.CostChannelsData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
+	}) {
+		return
+	}
+	state := "enabled"
+	if !ch.Enabled {
+		state = "disabled"
+	}
+	c.Redirect(http.StatusSeeOther, "/admin/cost/channels?notice="+url.QueryEscape(verb+" channel "+ch.Name+" ("+state+")."))
 }

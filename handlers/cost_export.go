@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -17,13 +16,9 @@ func (h *Handler) CostExport(c *gin.Context) {
 		return
 	}
 	v, rows, err := h.costRows(c, user)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.failed(c, err, func(fe *models.FieldError) {
 		c.String(http.StatusBadRequest, "%s: %s\n", fe.Field, fe.Message)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")

@@ -26,16 +26,12 @@ func (h *Handler) CostRateCreate(c *gin.Context) {
 	if err == nil {
 		created, err = h.cost.CreateRate(c.Request.Context(), r)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		if fe.Field == "rate_micros" {
 			fe = &models.FieldError{Field: "rate", Message: fe.Message}
 		}
 		h.renderRates(c, http.StatusBadRequest, templates.CostRatesData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	notice := "Added a " + created.Resource + " rate of " + accounting.FormatMicros(created.RateMicros) + " per " + created.Unit +

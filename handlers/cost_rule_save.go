@@ -59,22 +59,21 @@ func (h *Handler) saveRule(c *gin.Context, id int64) {
 			r, err = h.gov.UpdateRule(c.Request.Context(), id, in)
 		}
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
-	case errors.As(err, &fe):
+		return
+	}
+	if h.failed(c, err, func(fe *models.FieldError) {
 		if fe.Field == "window_sec" {
 			fe = &models.FieldError{Field: "window", Message: fe.Message}
 		}
 		h.renderRules(c, http.StatusBadRequest, templates.CostRulesData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		verb := "Added"
-		if id != 0 {
-			verb = "Saved"
-		}
-		c.Redirect(http.StatusSeeOther, "/admin/cost/rules?notice="+url.QueryEscape(verb+" rule "+r.Name+"."))
+	}) {
+		return
 	}
+	verb := "Added"
+	if id != 0 {
+		verb = "Saved"
+	}
+	c.Redirect(http.StatusSeeOther, "/admin/cost/rules?notice="+url.QueryEscape(verb+" rule "+r.Name+"."))
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -37,14 +36,11 @@ func (h *Handler) CostShow(c *gin.Context) {
 	d.Filter, d.Scope = v.filter, costScope(v)
 	d.Settings = permission(c).CanRead(authz.Platform)
 	acc := h.cost
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	invalid := func(fe *models.FieldError) {
 		d.Error, d.Field = fieldMessage(fe), fe.Field
 		render(c, http.StatusBadRequest, templates.Cost(h.page(c, "Cost", "cost"), d))
-		return
 	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.failed(c, err, invalid) {
 		return
 	}
 	if v.none() {
@@ -53,13 +49,7 @@ func (h *Handler) CostShow(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	rows, err := acc.Rollup(ctx, v.query)
-	if errors.As(err, &fe) {
-		d.Error, d.Field = fieldMessage(fe), fe.Field
-		render(c, http.StatusBadRequest, templates.Cost(h.page(c, "Cost", "cost"), d))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.failed(c, err, invalid) {
 		return
 	}
 	d.Chart, d.Table = costChartAndTable(v.query, rows)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,13 +25,9 @@ func (h *Handler) FeedbackCreate(c *gin.Context) {
 		in.JobID, form.Job = &id, id
 	}
 	it, err := h.feedback.Submit(c.Request.Context(), principal(c).User.ID, in)
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderFeedbackBoard(c, http.StatusBadRequest, templates.FeedbackBoardData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/feedback/"+strconv.FormatInt(it.ID, 10)+"?notice="+url.QueryEscape("Thank you: the platform team sees your feedback now."))

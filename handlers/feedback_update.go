@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -48,13 +47,9 @@ func (h *Handler) FeedbackCommentCreate(c *gin.Context) {
 		return
 	}
 	_, err := h.feedback.Comment(c.Request.Context(), it.ID, principal(c).User.ID, c.PostForm("body"))
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderFeedbackItem(c, http.StatusBadRequest, "", "Comment: "+fe.Message+".")
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/feedback/"+strconv.FormatInt(it.ID, 10))
@@ -67,13 +62,9 @@ func (h *Handler) FeedbackAnswer(c *gin.Context) {
 		return
 	}
 	_, err := h.feedback.Answer(c.Request.Context(), it.ID, principal(c).User.ID, c.PostForm("status"), c.PostForm("answer"))
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderFeedbackItem(c, http.StatusBadRequest, "", fieldMessage(fe))
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/feedback/"+strconv.FormatInt(it.ID, 10)+"?notice="+url.QueryEscape("Answer saved; the author has been notified."))

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -15,13 +14,10 @@ import (
 func (h *Handler) GroupMappingCreate(c *gin.Context) {
 	form := templates.GroupForm{Group: c.PostForm("group"), Role: c.PostForm("role"), Team: c.PostForm("team"), Project: c.PostForm("project")}
 	_, err := h.dir.CreateGroupMapping(c.Request.Context(), directory.GroupMappingInput{Group: form.Group, Role: form.Role, Team: form.Team, Project: form.Project})
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderGroups(c, http.StatusBadRequest, templates.GroupsData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/groups", "Members of "+form.Group+" get "+form.Role+" at their next sign-in.")
+	}) {
+		return
 	}
+	redirectNotice(c, "/admin/groups", "Members of "+form.Group+" get "+form.Role+" at their next sign-in.")
 }

@@ -24,7 +24,7 @@ func (h *Handler) GroupMappingDelete(c *gin.Context) {
 		return
 	}
 	m, err := h.dir.DeleteGroupMapping(c.Request.Context(), id)
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	redirectNotice(c, "/admin/groups", "Removed the mapping of "+m.Group+" to "+m.Role+" ("+m.Scope()+").")

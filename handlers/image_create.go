@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,13 +24,9 @@ func (h *Handler) ImageCreate(c *gin.Context) {
 		Name: form.Name, Reference: form.Reference, Framework: form.Framework, FrameworkVersion: form.FrameworkVersion,
 		CUDAVersion: form.CUDAVersion, MinDriver: form.MinDriver, PythonVersion: form.PythonVersion, Description: form.Description,
 	})
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderImages(c, http.StatusBadRequest, templates.ImagesData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/images?notice="+url.QueryEscape("Added "+img.Name+" (uncertified)."))

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 
@@ -42,16 +41,11 @@ func (h *Handler) ImagePrePullUpdate(c *gin.Context) {
 }
 
 func (h *Handler) imageUpdateFailed(c *gin.Context, err error) bool {
-	var fe *models.FieldError
-	switch {
-	case err == nil:
-		return false
-	case errors.As(err, &fe) && fe.Field == "image":
-		h.errorPage(c, http.StatusNotFound, "No such image", capitalize(fe.Message)+".")
-	case errors.As(err, &fe):
+	return h.failed(c, err, func(fe *models.FieldError) {
+		if fe.Field == "image" {
+			h.errorPage(c, http.StatusNotFound, "No such image", capitalize(fe.Message)+".")
+			return
+		}
 		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
-	default:
-		h.serverError(c, err)
-	}
-	return true
+	})
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -27,10 +26,5 @@ func (h *Handler) JobCreate(c *gin.Context) {
 			}
 		}
 	}
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-		return
-	}
-	h.serverError(c, err)
+	h.failed(c, err, nil)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/templates"
@@ -55,6 +57,27 @@ func formFieldOf(f templates.JobForm, field string) string {
 		return field
 	}
 	return ""
+}
+
+// FormCut is what the gate says of a form larger than the body bound that it let through
+// cut at the bound (web's OrFormCut): the field cut off there, and the bound in bytes.
+type FormCut struct {
+	Field string
+	Limit int64
+}
+
+// cutField is the error of the field the gate cut off, nil for a form read whole: a
+// command is told the most a command may be, any other field the most a form may send.
+func cutField(c *gin.Context) error {
+	v, _ := c.Get(FormCutKey)
+	cut, ok := v.(FormCut)
+	switch {
+	case !ok:
+		return nil
+	case cut.Field == "command":
+		return models.Invalid("command", "is longer than %d bytes, the most a command may be (put long inputs in a file)", jobs.MaxCommandBytes)
+	}
+	return models.Invalid(cut.Field, "is longer than the %d KiB a form may send", cut.Limit>>10)
 }
 
 // formError turns a spec's FieldError into the form's: the field it is about, and the

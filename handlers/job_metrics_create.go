@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 	"github.com/gantry-gpu/gantry/services/telemetry"
 )
 
@@ -17,23 +20,33 @@ import (
 // with its job token: {"points": [{"step", "time", "values": {...}}], "checkpoints": [{"step"}]}.
 func (h *Handler) JobMetricsCreate(c *gin.Context, caller *dispatch.JobCaller) {
 	var b telemetry.MetricBatch
-	dec := json.NewDecoder(c.Request.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		var tooBig *http.MaxBytesError
+	body, err := io.ReadAll(c.Request.Body)
+	if err == nil {
+		err = strictjson.Check(body, &b)
+	}
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&b)
+	}
+	var fe *models.FieldError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &fe):
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+		return
+	case errors.As(err, &tooBig):
+		jsonError(c, http.StatusRequestEntityTooLarge, "too_large", "the body is over 1 MiB: send several smaller batches", "body")
+		return
+	case err != nil:
 		msg := "the body is not a metrics batch: " + err.Error()
-		switch {
-		case errors.As(err, &tooBig):
-			jsonError(c, http.StatusRequestEntityTooLarge, "too_large", "the body is over 1 MiB: send several smaller batches", "body")
-			return
-		case strings.Contains(err.Error(), "invalid character 'N'") || strings.Contains(err.Error(), "invalid character 'I'"):
+		if strings.Contains(err.Error(), "invalid character 'N'") || strings.Contains(err.Error(), "invalid character 'I'") {
 			msg += " (NaN and Infinity are not JSON numbers: send finite values only)"
 		}
 		jsonError(c, http.StatusBadRequest, "malformed", msg, "body")
 		return
 	}
 	res, err := h.dispatch.RecordJobMetrics(c.Request.Context(), caller, b)
-	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
 		jsonError(c, http.StatusBadRequest, "invalid", fe.Error(), fe.Field)

@@ -142,6 +142,7 @@ func (h *Handler) inCatalog(ctx context.Context, image string) (bool, error) {
 func (h *Handler) renderJobNew(c *gin.Context, status int, d templates.JobNewData, recommend bool) {
 	ctx := c.Request.Context()
 	user := principal(c).User
+	d.CommandMax = jobs.MaxCommandBytes
 	projects, err := h.submitProjects(ctx, user.ID)
 	if err != nil {
 		h.serverError(c, err)

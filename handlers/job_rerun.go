@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -20,20 +19,16 @@ func (h *Handler) JobRerun(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	again, err := h.jobs.Resubmit(ctx, principal(c).User, j)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
-		spec, serr := h.jobs.SpecOf(ctx, j)
-		if serr != nil {
-			h.serverError(c, serr)
+	if h.failed(c, err, func(fe *models.FieldError) {
+		spec, err := h.jobs.SpecOf(ctx, j)
+		if err != nil {
+			h.serverError(c, err)
 			return
 		}
 		d := templates.JobNewData{Form: formOfSpec(spec, j.ImageID != nil)}
 		d.Field, d.Error = formError(d.Form, fe)
 		h.renderJobNew(c, http.StatusBadRequest, d, false)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	h.jobSubmitted(c, again)

@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/jobs"
 )
 
@@ -19,13 +17,8 @@ func (h *Handler) JobTemplateCreate(c *gin.Context) {
 	if err == nil {
 		t, err = h.jobs.SaveTemplate(c.Request.Context(), principal(c).User, routeProject(c), name, spec)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		c.JSON(http.StatusCreated, templateViewOf(t))
+	if h.failed(c, err, nil) {
+		return
 	}
+	c.JSON(http.StatusCreated, templateViewOf(t))
 }

@@ -28,20 +28,17 @@ func (h *Handler) JobTemplateRename(c *gin.Context) {
 // templateChangeFailed answers a rename or delete that did not happen: a bad name shows
 // the page again with it, a template of someone else is refused and audited.
 func (h *Handler) templateChangeFailed(c *gin.Context, err error, name, newName string) bool {
-	var fe *models.FieldError
 	var ny *jobs.NotYoursError
 	switch {
-	case err == nil:
-		return false
-	case errors.As(err, &fe):
-		d := templates.JobTemplatesData{Editing: name, NewName: newName, Field: fe.Field, Error: "New name for " + name + ": " + fe.Message + "."}
-		h.renderJobTemplates(c, http.StatusBadRequest, d)
 	case errors.As(err, &ny):
 		h.deny(c, "Not your template", ny.Error()+".")
 	case errors.Is(err, store.ErrNotFound):
 		h.errorPage(c, http.StatusNotFound, "No such template", "Project "+routeProject(c).Name+" has no template called "+name+" (any more). Go back to its templates and reload.")
 	default:
-		h.serverError(c, err)
+		return h.failed(c, err, func(fe *models.FieldError) {
+			d := templates.JobTemplatesData{Editing: name, NewName: newName, Field: fe.Field, Error: "New name for " + name + ": " + fe.Message + "."}
+			h.renderJobTemplates(c, http.StatusBadRequest, d)
+		})
 	}
 	return true
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,20 +18,20 @@ import (
 func (h *Handler) JobTemplateSave(c *gin.Context) {
 	form := jobFormOf(c.Request.PostForm)
 	name := c.PostForm("template_name")
-	spec, err := specOfForm(form)
+	var spec jobs.Spec
+	err := cutField(c)
+	if err == nil {
+		spec, err = specOfForm(form)
+	}
 	var t *jobs.Template
 	if err == nil {
 		t, err = h.jobs.SaveTemplate(c.Request.Context(), principal(c).User, routeProject(c), name, spec)
 	}
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d := templates.JobNewData{Form: form, TemplateName: name}
 		d.Field, d.Error = templateFormError(form, fe)
 		h.renderJobNew(c, http.StatusBadRequest, d, false)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/jobs/new?saved=1&project="+url.QueryEscape(t.Project)+"&template="+url.QueryEscape(t.Name))

@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
 
-	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/jobs"
 )
 
@@ -34,13 +32,7 @@ func (h *Handler) JobsAPIIndex(c *gin.Context) {
 		return
 	}
 	page, err := h.jobs.List(c.Request.Context(), scope, jobsQuery(c))
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.failed(c, err, nil) {
 		return
 	}
 	buf := templ.GetBuffer()

@@ -43,18 +43,15 @@ func (h *Handler) JoinTokenCreate(c *gin.Context) {
 	if err == nil {
 		secret, _, err = dispatch.CreateJoinToken(ctx, h.store, h.audit, time.Now(), spec)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderJoinTokens(c, http.StatusBadRequest, templates.JoinTokensData{Form: form, Error: fieldMessage(fe), Field: fe.Field})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		// The secret is shown once: no cache may keep the page.
-		c.Header("Cache-Control", "no-store")
-		h.renderJoinTokens(c, http.StatusCreated, templates.JoinTokensData{Secret: secret, Created: form.Name,
-			Command: "gantry agent --server " + serverURL(c) + " --join-token " + secret, Form: templates.JoinTokenForm{Expires: "24h"}})
+	}) {
+		return
 	}
+	// The secret is shown once: no cache may keep the page.
+	c.Header("Cache-Control", "no-store")
+	h.renderJoinTokens(c, http.StatusCreated, templates.JoinTokensData{Secret: secret, Created: form.Name,
+		Command: "gantry agent --server " + serverURL(c) + " --join-token " + secret, Form: templates.JoinTokenForm{Expires: "24h"}})
 }
 
 // serverURL is how this request reached Gantry, for commands that agents run.

@@ -6,17 +6,18 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // readJSON decodes the request's JSON body into v strictly, as jobs.Parse does a job
-// spec: an unknown field, a wrong type or a second value is refused with a
-// *models.FieldError that names the field and says what it must be in JSON's words.
+// spec: an unknown field, a key in other letter case than its field's, a wrong type or
+// a second value is refused with a *models.FieldError that names the field and says what
+// it must be in JSON's words.
 // example is a body that would do, said when the body is not JSON at all.
 func readJSON(c *gin.Context, v any, example string) error {
 	body, err := io.ReadAll(c.Request.Body)
@@ -28,6 +29,9 @@ func readJSON(c *gin.Context, v any, example string) error {
 		return models.Invalid("body", "could not be read: %v", err)
 	case len(bytes.TrimSpace(body)) == 0:
 		return models.Invalid("body", "is empty: send %s", example)
+	}
+	if err := strictjson.Check(body, v); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -43,7 +47,7 @@ func readJSON(c *gin.Context, v any, example string) error {
 	case errors.As(err, &fe):
 		return fe
 	case errors.As(err, &te) && te.Field != "":
-		return models.Invalid(te.Field, "must be %s, not %s", jsonKind(te.Type.Kind()), te.Value)
+		return models.Invalid(te.Field, "must be %s, not %s", strictjson.Kind(te.Type), te.Value)
 	case errors.As(err, &te):
 		return models.Invalid("body", "must be a JSON object, not %s: send %s", te.Value, example)
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
@@ -53,24 +57,4 @@ func readJSON(c *gin.Context, v any, example string) error {
 		return models.Invalid(strings.Trim(f, `"`), "is not a field of this request: send %s", example)
 	}
 	return models.Invalid("body", "is not what this request takes (%v): send %s", err, example)
-}
-
-// jsonKind says a Go kind as the JSON value it reads.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "another JSON value"
 }

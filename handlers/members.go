@@ -40,20 +40,13 @@ func (h *Handler) MemberUpdate(c *gin.Context) {
 	var body struct {
 		Role string `json:"role"`
 	}
-	var fe *models.FieldError
-	if err := readJSON(c, &body, `{"role": "member"}`); errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	if h.failed(c, readJSON(c, &body, `{"role": "member"}`), nil) {
 		return
 	}
-	err := h.authz.SetProjectRole(c.Request.Context(), u, routeProject(c), body.Role)
-	switch {
-	case errors.As(err, &fe):
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		c.JSON(http.StatusOK, memberView{Username: u.Username, DisplayName: u.DisplayName, Role: body.Role})
+	if h.failed(c, h.authz.SetProjectRole(c.Request.Context(), u, routeProject(c), body.Role), nil) {
+		return
 	}
+	c.JSON(http.StatusOK, memberView{Username: u.Username, DisplayName: u.DisplayName, Role: body.Role})
 }
 
 // MemberDestroy removes the user of :user from the route's project; the change is audited.

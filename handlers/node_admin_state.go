@@ -45,7 +45,7 @@ func (h *Handler) NodeAdminStateUpdate(c *gin.Context) {
 	}
 	who := principal(c).User.Username
 	n, err := h.dispatch.SetNodeState(c.Request.Context(), name, state, verb+" by "+who, deadline)
-	if h.nodeActionFailed(c, err) {
+	if h.nodeActionFailed(c, err, nil) {
 		return
 	}
 	msg := "Node " + n.Name + " is " + verb + "."
@@ -55,18 +55,17 @@ func (h *Handler) NodeAdminStateUpdate(c *gin.Context) {
 	redirectNotice(c, "/admin/nodes", msg)
 }
 
-// nodeActionFailed answers a node action's error; it reports whether there was one.
-func (h *Handler) nodeActionFailed(c *gin.Context, err error) bool {
-	var fe *models.FieldError
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, store.ErrNotFound):
+// nodeActionFailed answers a node action's error; it reports whether there was one. Bad
+// input goes to invalid where the form is shown again, else to an error page.
+func (h *Handler) nodeActionFailed(c *gin.Context, err error, invalid func(*models.FieldError)) bool {
+	if errors.Is(err, store.ErrNotFound) {
 		h.errorPage(c, http.StatusNotFound, "No such node", "There is no node "+c.Param("name")+".")
-	case errors.As(err, &fe):
-		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
-	default:
-		h.serverError(c, err)
+		return true
 	}
-	return true
+	if invalid == nil {
+		invalid = func(fe *models.FieldError) {
+			h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
+		}
+	}
+	return h.failed(c, err, invalid)
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -18,12 +17,9 @@ func (h *Handler) NodeConfidentialUpdate(c *gin.Context) {
 		return
 	}
 	n, err := h.dispatch.SetNodeConfidential(c.Request.Context(), c.Param("name"), on)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.nodeActionFailed(c, err, func(fe *models.FieldError) {
 		h.renderNodeAdmin(c, http.StatusBadRequest, templates.NodeAdminData{Error: fieldMessage(fe), Field: fe.Field}, nil)
-		return
-	}
-	if h.nodeActionFailed(c, err) {
+	}) {
 		return
 	}
 	msg := "Node " + n.Name + " is flagged as not running confidential computing."

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,12 +18,9 @@ func (h *Handler) NodeLabelsUpdate(c *gin.Context) {
 	if err == nil {
 		_, err = h.dispatch.SetNodeLabels(c.Request.Context(), c.Param("name"), labels)
 	}
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.nodeActionFailed(c, err, func(fe *models.FieldError) {
 		h.renderNodeAdmin(c, http.StatusBadRequest, templates.NodeAdminData{Error: fieldMessage(fe), Field: fe.Field}, &text)
-		return
-	}
-	if h.nodeActionFailed(c, err) {
+	}) {
 		return
 	}
 	redirectNotice(c, "/admin/nodes/"+c.Param("name"), fmt.Sprintf("Saved %d labels.", len(labels)))

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -13,12 +12,9 @@ import (
 // NodePoolUpdate moves a node into a pool, or out of any.
 func (h *Handler) NodePoolUpdate(c *gin.Context) {
 	n, err := h.dispatch.SetNodePool(c.Request.Context(), c.Param("name"), c.PostForm("pool"))
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.nodeActionFailed(c, err, func(fe *models.FieldError) {
 		h.renderNodeAdmin(c, http.StatusBadRequest, templates.NodeAdminData{Error: fieldMessage(fe), Field: fe.Field}, nil)
-		return
-	}
-	if h.nodeActionFailed(c, err) {
+	}) {
 		return
 	}
 	msg := "Node " + n.Name + " is in no pool."

@@ -17,7 +17,7 @@ func (h *Handler) NodeRemove(c *gin.Context) {
 		return
 	}
 	n, err := h.dispatch.RemoveNode(c.Request.Context(), name, "removed by "+principal(c).User.Username)
-	if h.nodeActionFailed(c, err) {
+	if h.nodeActionFailed(c, err, nil) {
 		return
 	}
 	redirectNotice(c, "/admin/nodes", "Removed node "+n.Name+": its agent is refused from now on.")

@@ -22,9 +22,7 @@ type nodeStateRequest struct {
 // NodeStateUpdate is an admin's action on a node: cordon, drain, ready or down.
 func (h *Handler) NodeStateUpdate(c *gin.Context) {
 	var req nodeStateRequest
-	var fe *models.FieldError
-	if err := readJSON(c, &req, `{"state": "ready|cordoned|draining|down", "reason": "…", "drain_for": "30m"}`); errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	if h.failed(c, readJSON(c, &req, `{"state": "ready|cordoned|draining|down", "reason": "…", "drain_for": "30m"}`), nil) {
 		return
 	}
 	var deadline time.Time
@@ -41,14 +39,12 @@ func (h *Handler) NodeStateUpdate(c *gin.Context) {
 		return
 	}
 	n, err := h.dispatch.SetNodeState(c.Request.Context(), c.Param("name"), req.State, req.Reason, deadline)
-	switch {
-	case errors.As(err, &fe):
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		jsonError(c, http.StatusNotFound, "not_found", "there is no node "+c.Param("name"), "name")
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		c.JSON(http.StatusOK, gin.H{"name": n.Name, "state": n.State, "state_reason": n.StateReason, "drain_deadline": n.DrainDeadline})
+		return
 	}
+	if h.failed(c, err, nil) {
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"name": n.Name, "state": n.State, "state_reason": n.StateReason, "drain_deadline": n.DrainDeadline})
 }

@@ -21,7 +21,7 @@ func (h *Handler) PersonDisable(c *gin.Context) {
 		return
 	}
 	d, err := h.dir.DisableUser(c.Request.Context(), principal(c).User, name, c.PostForm("stop_jobs") == "true")
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	msg := fmt.Sprintf("Disabled %s: %d sessions ended", d.User.Username, d.SessionsEnded)

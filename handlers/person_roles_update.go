@@ -8,7 +8,7 @@ import (
 func (h *Handler) PersonRolesUpdate(c *gin.Context) {
 	admin, auditor := c.PostForm("admin") == "true", c.PostForm("auditor") == "true"
 	u, err := h.dir.SetGlobalRoles(c.Request.Context(), principal(c).User, c.Param("user"), admin, auditor)
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	msg := u.Username + " holds no global role."

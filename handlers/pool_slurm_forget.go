@@ -28,16 +28,13 @@ func (h *Handler) PoolSlurmJobsForget(c *gin.Context) {
 		return
 	}
 	n, err := h.dispatch.ForgetSlurmJobs(c.Request.Context(), name, "user:"+principal(c).User.Username)
-	var fe *models.FieldError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if errors.Is(err, store.ErrNotFound) {
 		h.errorPage(c, http.StatusNotFound, "No such pool", fmt.Sprintf("There is no pool %q. The pools page lists every pool.", name))
 		return
-	case errors.As(err, &fe):
+	}
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	what := fmt.Sprintf("%d Slurm jobs", n)

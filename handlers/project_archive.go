@@ -21,7 +21,7 @@ func (h *Handler) ProjectArchive(c *gin.Context) {
 		return
 	}
 	p, err := h.dir.SetProjectArchived(c.Request.Context(), name, archived)
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	msg := "Restored project " + p.Name + "."

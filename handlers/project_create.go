@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -14,13 +13,10 @@ import (
 func (h *Handler) ProjectCreate(c *gin.Context) {
 	form := templates.NameForm{Team: c.PostForm("team"), Name: c.PostForm("name"), DisplayName: c.PostForm("display_name")}
 	p, err := h.dir.CreateProject(c.Request.Context(), form.Team, form.Name, form.DisplayName)
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderTeams(c, http.StatusBadRequest, templates.TeamsData{Form: "project", ProjectForm: form, Error: fieldMessage(fe), Field: fe.Field})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/projects/"+p.Name, "Created project "+p.Name+". Grant people roles in it below.")
+	}) {
+		return
 	}
+	redirectNotice(c, "/admin/projects/"+p.Name, "Created project "+p.Name+". Grant people roles in it below.")
 }

@@ -17,7 +17,7 @@ func (h *Handler) ProjectMemberRemove(c *gin.Context) {
 		return
 	}
 	u, p, err := h.dir.RemoveFromProject(c.Request.Context(), project, user)
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	redirectNotice(c, "/admin/projects/"+p.Name, u.Username+" no longer holds a role in "+p.Name+".")

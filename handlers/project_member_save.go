@@ -17,18 +17,16 @@ import (
 func (h *Handler) ProjectMemberSave(c *gin.Context) {
 	form := templates.MemberForm{Username: strings.TrimSpace(c.PostForm("username")), Role: c.PostForm("role")}
 	u, p, err := h.dir.SetProjectRole(c.Request.Context(), c.Param("project"), form.Username, form.Role)
-	var fe *models.FieldError
 	var nf *directory.NotFoundError
-	switch {
-	case errors.As(err, &nf) && nf.Kind == "user":
+	if errors.As(err, &nf) && nf.Kind == "user" {
 		h.renderProjectAdmin(c, http.StatusBadRequest, templates.ProjectAdminData{Form: form, Field: "user",
 			Error: "User: " + nf.Error() + ". People appear once they signed in, or an admin created them."})
-	case errors.As(err, &fe):
-		h.renderProjectAdmin(c, http.StatusBadRequest, templates.ProjectAdminData{Form: form, Field: fe.Field, Error: fieldMessage(fe)})
-	default:
-		if h.adminFailed(c, err) {
-			return
-		}
-		redirectNotice(c, "/admin/projects/"+p.Name, u.Username+" is now "+form.Role+" in "+p.Name+".")
+		return
 	}
+	if h.adminFailed(c, err, func(fe *models.FieldError) {
+		h.renderProjectAdmin(c, http.StatusBadRequest, templates.ProjectAdminData{Form: form, Field: fe.Field, Error: fieldMessage(fe)})
+	}) {
+		return
+	}
+	redirectNotice(c, "/admin/projects/"+p.Name, u.Username+" is now "+form.Role+" in "+p.Name+".")
 }

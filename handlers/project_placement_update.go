@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -23,13 +22,10 @@ func (h *Handler) ProjectPlacementUpdate(c *gin.Context) {
 		}
 	}
 	p, err := h.dir.SetPlacement(c.Request.Context(), c.Param("project"), pl)
-	var fe *models.FieldError
-	if errors.As(err, &fe) {
+	if h.adminFailed(c, err, func(fe *models.FieldError) {
 		h.renderProjectAdmin(c, http.StatusBadRequest, templates.ProjectAdminData{Form: templates.MemberForm{Role: models.RoleMember},
 			Placement: templates.PlacementForm{Error: fieldMessage(fe), Field: fe.Field, Regions: regionsText, ConfidentialOnly: pl.ConfidentialOnly}})
-		return
-	}
-	if h.adminFailed(c, err) {
+	}) {
 		return
 	}
 	redirectNotice(c, "/admin/projects/"+p.Name, capitalize(placementText(p))+"; the scheduler applies it from its next pass.")

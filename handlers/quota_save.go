@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,13 +25,9 @@ func (h *Handler) QuotaSave(c *gin.Context) {
 	if err == nil {
 		saved, err = h.quotas.Save(c.Request.Context(), in)
 	}
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderQuotas(c, http.StatusBadRequest, templates.QuotasData{Form: form, Error: fieldMessage(fe), Field: fe.Field}, false)
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	target := "/admin/quotas?notice=" + url.QueryEscape("Saved the quota of "+in.Team+" for "+modelLabel(in.GPUModel)+"; it applies at the next scheduling pass.")

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -63,6 +64,24 @@ func writeJSON(c *gin.Context, status int, body []byte) {
 // jsonError answers an API request with a consistent error body.
 func jsonError(c *gin.Context, status int, code, message, field string) {
 	c.AbortWithStatusJSON(status, gin.H{"error": APIError{Code: code, Message: message, Field: field}})
+}
+
+// failed answers err and says whether there was one. Bad input, a *models.FieldError, is
+// answered by invalid (the form shown again with its field marked, status 400) or, where
+// invalid is nil, with the API's 400 naming the field; anything else is a 500.
+func (h *Handler) failed(c *gin.Context, err error, invalid func(*models.FieldError)) bool {
+	var fe *models.FieldError
+	switch {
+	case err == nil:
+		return false
+	case !errors.As(err, &fe):
+		h.serverError(c, err)
+	case invalid != nil:
+		invalid(fe)
+	default:
+		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	}
+	return true
 }
 
 // fieldMessage says a field error as a sentence for a page: "State: … ."

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -18,16 +17,13 @@ func (h *Handler) SettingsUpdate(c *gin.Context) {
 	d := templates.SettingsData{LocalLogin: c.PostForm("local_login") != "off",
 		SessionIdle: strings.TrimSpace(c.PostForm("session_idle")), SessionLifetime: strings.TrimSpace(c.PostForm("session_lifetime"))}
 	err := h.saveSettings(c, d)
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d.Error, d.Field = fieldMessage(fe), fe.Field
 		h.renderSettings(c, http.StatusBadRequest, d)
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/settings", "Settings saved.")
+	}) {
+		return
 	}
+	redirectNotice(c, "/admin/settings", "Settings saved.")
 }
 
 func (h *Handler) saveSettings(c *gin.Context, d templates.SettingsData) error {

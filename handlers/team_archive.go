@@ -21,7 +21,7 @@ func (h *Handler) TeamArchive(c *gin.Context) {
 		return
 	}
 	t, err := h.dir.SetTeamArchived(c.Request.Context(), name, archived)
-	if h.adminFailed(c, err) {
+	if h.adminFailed(c, err, nil) {
 		return
 	}
 	msg := "Restored team " + t.Name + "."

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -14,13 +13,10 @@ import (
 func (h *Handler) TeamCreate(c *gin.Context) {
 	form := templates.NameForm{Name: c.PostForm("name"), DisplayName: c.PostForm("display_name")}
 	t, err := h.dir.CreateTeam(c.Request.Context(), form.Name, form.DisplayName)
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		h.renderTeams(c, http.StatusBadRequest, templates.TeamsData{Form: "team", TeamForm: form, Error: fieldMessage(fe), Field: fe.Field})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		redirectNotice(c, "/admin/teams", "Created team "+t.Name+". Add its first project below.")
+	}) {
+		return
 	}
+	redirectNotice(c, "/admin/teams", "Created team "+t.Name+". Add its first project below.")
 }

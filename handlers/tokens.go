@@ -31,14 +31,10 @@ func (h *Handler) TokenCreate(c *gin.Context) {
 		return
 	}
 	secret, tok, err := h.identity.CreateToken(c.Request.Context(), principal(c).User, form.Name, form.Scope, time.Duration(days)*24*time.Hour)
-	var fe *models.FieldError
-	switch {
-	case errors.As(err, &fe):
+	if h.failed(c, err, func(fe *models.FieldError) {
 		d.Error, d.Field = fieldMessage(fe), fe.Field
 		h.renderTokens(c, http.StatusBadRequest, d)
-		return
-	case err != nil:
-		h.serverError(c, err)
+	}) {
 		return
 	}
 	d.Secret, d.Created, d.Form = secret, tok.Name, templates.TokenForm{Scope: "read", Days: "90"}

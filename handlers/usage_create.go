@@ -29,7 +29,6 @@ type usageBody struct {
 // charged, or 400 naming the field. Each call adds to the ledger: report a period once.
 func (h *Handler) UsageCreate(c *gin.Context) {
 	var b usageBody
-	var fe *models.FieldError
 	err := readJSON(c, &b, `{"resource": "egress"|"storage", "project", "job_id", "bytes", "from", "to"}, times in RFC 3339`)
 	var from, to time.Time
 	if err == nil {
@@ -38,8 +37,7 @@ func (h *Handler) UsageCreate(c *gin.Context) {
 	if err == nil {
 		to, err = rfc3339("to", b.To)
 	}
-	if errors.As(err, &fe) {
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
+	if h.failed(c, err, nil) {
 		return
 	}
 	ctx := c.Request.Context()
@@ -53,12 +51,7 @@ func (h *Handler) UsageCreate(c *gin.Context) {
 		return
 	}
 	entries, err := h.cost.RecordUsage(ctx, accounting.Usage{Resource: b.Resource, ProjectID: project.ID, JobID: b.JobID, Bytes: b.Bytes, From: from, To: to})
-	switch {
-	case errors.As(err, &fe):
-		jsonError(c, http.StatusBadRequest, "invalid", fe.Message, fe.Field)
-		return
-	case err != nil:
-		h.serverError(c, err)
+	if h.failed(c, err, nil) {
 		return
 	}
 	var amount int64

@@ -13,6 +13,8 @@ type Access struct {
 	object  authz.Object
 	action  authz.Action
 	project projectSource
+	// formCut: a form over the body bound goes to the handler cut at the bound (cutForm).
+	formCut bool
 }
 
 type accessKind int
@@ -77,6 +79,15 @@ func InProjectOfBody(obj authz.Object, act authz.Action) Access {
 // InProjectOfJob: a permission in the project of the job named by the :id path parameter.
 func InProjectOfJob(obj authz.Object, act authz.Action) Access {
 	return Access{kind: project, object: obj, action: act, project: fromJob}
+}
+
+// OrFormCut lets a url-encoded form larger than the body bound through to the handler, read
+// as far as the bound, with the field cut off there named (handlers.FormCutKey), for the
+// handler to show the form again with that field's error (a command too long for the
+// submit form) instead of the gate's page about a form too large.
+func (a Access) OrFormCut() Access {
+	a.formCut = true
+	return a
 }
 
 func (a Access) String() string {

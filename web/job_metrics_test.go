@@ -160,6 +160,8 @@ func TestJobMetricsAPI(t *testing.T) {
 			{"oversized batch", 0, w.tokens[0], oversized, 400, "at most 1000 per batch"},
 			{"oversized body", 0, w.tokens[0], huge, 413, "over 1 MiB"},
 			{"unknown field", 0, w.tokens[0], `{"points": [{"step": 30, "valeus": {"loss": 1}}]}`, 400, "valeus"},
+			{"a key in capitals", 0, w.tokens[0], `{"Points": [{"step": 30, "values": {"loss": 1}}]}`, 400, `write \"points\"","field":"Points"`},
+			{"a point's key in capitals", 0, w.tokens[0], `{"points": [{"Step": 30, "values": {"loss": 1}}]}`, 400, `"field":"points[0].Step"`},
 		} {
 			status, body := w.post(t, c.job, c.token, c.body)
 			if status != c.status || !strings.Contains(body, c.want) {

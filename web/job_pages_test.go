@@ -550,3 +550,56 @@ func TestSubmitMoreGPUsThanANodeHas(t *testing.T) {
 		}
 	})
 }
+
+// A command line too long for a form (10 MB) is answered as the submit form's error on
+// Command, saying how long a command may be, with what came before it kept, and nothing
+// stored: the gate reads the form only as far as its body bound, as for every form, and
+// other forms are still refused whole. The field stops typing at that length.
+func TestSubmitFormWithACommandTooLong(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		res, body := s.send(ada, "GET", "/jobs/new", "", nil)
+		if res.StatusCode != 200 || !regexp.MustCompile(`id="f-command"[^>]*maxlength="65536"`).MatchString(body) {
+			t.Fatalf("form = %d: the command field does not stop at 65536 bytes", res.StatusCode)
+		}
+		token := s.csrf(ada, "/jobs/new")
+		// In the page's order, as a browser sends it.
+		huge := "csrf_token=" + url.QueryEscape(token) + "&project=default&name=train-1&command=" + strings.Repeat("a", 10<<20) + "&gpus=1"
+		want := "Command: is longer than 65536 bytes, the most a command may be (put long inputs in a file)."
+		for _, path := range []string{"/jobs", "/jobs/templates"} {
+			res, body = s.send(ada, "POST", path, huge, nil)
+			if res.StatusCode != http.StatusBadRequest || formErrorOf(body) != escape(want) {
+				t.Errorf("POST %s with a 10 MB command: %d %q, want 400 saying %q", path, res.StatusCode, formErrorOf(body), want)
+				continue
+			}
+			if !regexp.MustCompile(`id="f-command"[^>]*aria-invalid="true"`).MatchString(body) || !strings.Contains(body, `value="train-1"`) {
+				t.Errorf("POST %s with a 10 MB command: the field is not marked, or the form lost its name", path)
+			}
+		}
+		if n, err := st.JobCountsByState(ctx); err != nil || len(n) != 0 {
+			t.Errorf("a command too long stored jobs: %v %v", n, err)
+		}
+		if tt, _ := st.JobTemplates(ctx, projectByName(t, st, "default").ID); len(tt) != 0 {
+			t.Errorf("a command too long stored templates: %+v", tt)
+		}
+
+		// Another form is refused whole, as ever; so is the API's body.
+		res, body = s.send(ada, "POST", "/tokens", "csrf_token="+url.QueryEscape(token)+"&name="+strings.Repeat("a", 2<<20), nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "The form is larger than 1024 KiB") {
+			t.Errorf("a token form of 2 MiB: %d, want the form refused as too large", res.StatusCode)
+		}
+		api, _, err := s.id.CreateToken(ctx, userByName(t, st, "ada"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body = s.send(s.browser(), "POST", "/api/v1/jobs", `{"project": "default", "name": "x", "command": ["`+strings.Repeat("a", 10<<20)+`"]}`,
+			map[string]string{"Authorization": "Bearer " + api})
+		var e errorBody
+		if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Field != "body" || !strings.Contains(e.Error.Message, "1024 KiB") {
+			t.Errorf("a 10 MB command through the API: %d %s", res.StatusCode, body)
+		}
+	})
+}

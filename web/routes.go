@@ -147,7 +147,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/cluster", SignedIn(), h.ClusterShow},
 		{"GET", "/jobs/new", SignedIn(), h.JobNew},
 		{"POST", "/jobs/new", SignedIn(), h.JobNewRefresh},
-		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write), h.JobSubmit},
+		{"POST", "/jobs", InProjectOfBody(authz.Jobs, authz.Write).OrFormCut(), h.JobSubmit},
 		{"GET", "/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShowPage},
 		{"GET", "/jobs/:id/logs/stream", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogStream},
 		{"POST", "/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancelPage},
@@ -157,7 +157,7 @@ func routes(h *handlers.Handler) []route {
 		// Job templates, saved forms of a project: those who submit there save them; who
 		// saved one, the project's team leads and admins rename and delete it (the
 		// service checks which).
-		{"POST", "/jobs/templates", InProjectOfBody(authz.Jobs, authz.Write), h.JobTemplateSave},
+		{"POST", "/jobs/templates", InProjectOfBody(authz.Jobs, authz.Write).OrFormCut(), h.JobTemplateSave},
 		{"GET", "/projects/:project/templates", InProject(authz.Jobs, authz.Read), h.JobTemplatesIndex},
 		{"POST", "/projects/:project/templates/:name/rename", InProject(authz.Jobs, authz.Write), h.JobTemplateRename},
 		{"POST", "/projects/:project/templates/:name/delete", InProject(authz.Jobs, authz.Write), h.JobTemplateDelete},

@@ -102,3 +102,53 @@ func TestTextThatIsNotTextIsRefusedNamingTheField(t *testing.T) {
 		}
 	})
 }
+
+// encoding/json matches keys ignoring case; the API does not: a key written in other
+// letter case than its field's is refused with 400 naming it and the field's name, in
+// every JSON body the API reads, before anything is stored or, for the project of a
+// job, authorised.
+func TestJSONKeysAreMatchedExactly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		s := newJobsSite(t, st)
+		write, _, err := s.id.CreateToken(ctx, mustUser(t, st, "admin"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + write}
+		jobs, _ := st.Jobs(ctx, store.JobFilter{})
+		events, _ := st.CountAuditEvents(ctx, store.AuditFilter{})
+		for _, tc := range []struct{ name, method, path, body, field, exact string }{
+			{"a job's project", "POST", "/api/v1/jobs", `{"Project": "vision-main", "name": "x", "command": ["true"]}`, "Project", "project"},
+			{"a job's name", "POST", "/api/v1/jobs", `{"project": "vision-main", "NAME": "x", "command": ["true"]}`, "NAME", "name"},
+			{"a job's resources", "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "resources": {"GPUs": 0}}`, "resources.GPUs", "gpus"},
+			{"a template's name", "POST", "/api/v1/projects/vision-main/templates", `{"Name": "t", "spec": {"name": "x", "command": ["true"]}}`, "Name", "name"},
+			{"a template's spec", "POST", "/api/v1/projects/vision-main/templates", `{"name": "t", "spec": {"name": "x", "Command": ["true"]}}`, "spec.Command", "command"},
+			{"usage", "POST", "/api/v1/usage", `{"resource": "egress", "project": "vision-main", "Bytes": 1, "from": "2026-03-02T00:00:00Z", "to": "2026-03-02T01:00:00Z"}`, "Bytes", "bytes"},
+			{"a member's role", "PUT", "/api/v1/projects/vision-main/members/admin", `{"Role": "viewer"}`, "Role", "role"},
+			{"a node's state", "POST", "/api/v1/nodes/gpu-1/state", `{"STATE": "cordoned"}`, "STATE", "state"},
+		} {
+			res, body := s.send(s.browser(), tc.method, tc.path, tc.body, bearer)
+			var e errorBody
+			if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Code != "invalid" ||
+				e.Error.Field != tc.field || !strings.Contains(e.Error.Message, `"`+tc.exact+`"`) {
+				t.Errorf("%s: %d %s, want 400 naming %s and %q", tc.name, res.StatusCode, body, tc.field, tc.exact)
+			}
+		}
+		// A variable written as an object: its keys are the spec's too.
+		res, body := s.send(s.browser(), "POST", "/api/v1/jobs", `{"project": "vision-main", "name": "x", "command": ["true"], "env": {"A": {"Value": "1"}}}`, bearer)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"field":"env.A"`) {
+			t.Errorf("a variable's value in capitals: %d %s, want 400 naming env.A", res.StatusCode, body)
+		}
+		if n, _ := st.Jobs(ctx, store.JobFilter{}); len(n) != len(jobs) {
+			t.Errorf("refused requests stored %d jobs", len(n)-len(jobs))
+		}
+		if tt, _ := st.JobTemplates(ctx, projectByName(t, st, "vision-main").ID); len(tt) != 0 {
+			t.Errorf("refused requests stored templates: %+v", tt)
+		}
+		if n, _ := st.CountAuditEvents(ctx, store.AuditFilter{}); n != events {
+			t.Errorf("refused input appended %d audit events", n-events)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,11 +19,87 @@ import (
 func newCostCmd(g *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cost",
-		Short: "Report what GPUs and the rest cost, from the metered ledger",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Short: "What GPUs and the rest cost, from the metered ledger",
+		Long: `What GPUs and the rest cost, from the metered ledger.
+
+  gantry cost show    asks a Gantry server (after gantry login), as the cost page does:
+                      anyone with an API token, each seeing what their role shows them
+  gantry cost report  reads the database itself (--data-dir or --database-url): for
+                      admins and operators on the server's host, also with the server down`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCostReportCmd(g))
+	cmd.AddCommand(newCostShowCmd(), newCostReportCmd(g))
+	return cmd
+}
+
+func newCostShowCmd() *cobra.Command {
+	var o clientOpts
+	var by, bucket, from, to, resource string
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Sum the cost you may see by team, project, user, pool, GPU model, image, job or resource (from a server)",
+		Long: `Sum the metered ledger between two days (UTC, both included) as GET /api/v1/cost
+answers it, grouped by a dimension and optionally per day, ISO week or month. Admins
+and auditors see every team and the cost of GPUs no job held ("unallocated"); others
+the projects where they may read cost, which are named on stderr.
+
+  gantry cost show --by project --from 2026-03-01 --to 2026-03-31
+  gantry cost show --by user --bucket week --resource gpu -o json
+
+gantry cost report reads the database directly instead, on the server's host.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{"by": {by}, "bucket": {bucket}}
+			for name, v := range map[string]string{"from": from, "to": to, "resource": resource} {
+				if v != "" {
+					q.Set(name, v)
+				}
+			}
+			var out struct {
+				By       string   `json:"by"`
+				Bucket   string   `json:"bucket"`
+				All      bool     `json:"all"`
+				Projects []string `json:"projects"`
+				Rows     []struct {
+					Bucket       string `json:"bucket"`
+					Label        string `json:"label"`
+					AmountMicros int64  `json:"amount_micros"`
+				} `json:"rows"`
+			}
+			raw, err := c.getJSON(cmd.Context(), "/api/v1/cost", q, &out)
+			if err != nil {
+				return fmt.Errorf("show cost: %w", err)
+			}
+			if !out.All {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Covers the projects where you may read cost: %s.\n", strings.Join(out.Projects, ", "))
+			}
+			if o.output != "table" {
+				return printRaw(cmd.OutOrStdout(), o.output, raw)
+			}
+			rows := make([]accounting.Row, len(out.Rows))
+			for i, r := range out.Rows {
+				rows[i] = accounting.Row{Label: r.Label, AmountMicros: r.AmountMicros}
+				if r.Bucket != "" {
+					if rows[i].Bucket, err = time.Parse(time.DateOnly, r.Bucket); err != nil {
+						return fmt.Errorf("show cost: the server's bucket %q: %w", r.Bucket, err)
+					}
+				}
+			}
+			return writeCostTable(cmd.OutOrStdout(), accounting.Query{By: out.By, Bucket: out.Bucket}, rows)
+		},
+	}
+	o.addFlags(cmd, true)
+	f := cmd.Flags()
+	f.StringVar(&by, "by", "team", "group by team, project, user, pool, gpu_model, image, job or resource; empty for one total")
+	f.StringVar(&bucket, "bucket", "", "time grain: day, week or month; empty for one total per key")
+	f.StringVar(&from, "from", "", "first day included (YYYY-MM-DD, UTC; default: the first of this month)")
+	f.StringVar(&to, "to", "", "last day included (YYYY-MM-DD, UTC; default: today)")
+	f.StringVar(&resource, "resource", "", "one resource only: gpu, cpu, ram, scratch, storage, egress or license")
 	return cmd
 }
 
@@ -34,10 +111,14 @@ func newCostReportCmd(g *globalOpts) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "report",
-		Short: "Sum the ledger by team, project, user, pool, GPU model, image, job or resource",
+		Short: "Sum the whole ledger by team, project, user, pool, GPU model, image, job or resource (from the database)",
 		Long: `Sum the metered ledger between two days (UTC, both included), grouped by a dimension
 and optionally per day, ISO week or month. Amounts are in the configured currency with
 six exact decimals; "unallocated" is the cost of GPUs no job held.
+
+It reads the database directly (--data-dir or --database-url), every team's cost, so
+it serves admins and operators on the server's host, with the server running or not.
+Anyone else asks a server: gantry cost show.
 
   gantry cost report --by team --from 2026-03-01 --to 2026-03-31
   gantry cost report --by gpu_model --bucket week --resource gpu --format csv`,

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -212,6 +213,12 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 				QuotaLimits: models.QuotaLimits{Cohort: "lab", NominalMilli: 2500, CPUMilli: 8000}})
 		}
 	}
+	if err == nil {
+		// Straight into the table: the server has metered up to now, and a rate set through
+		// accounting may not start in the past.
+		err = st.CreateCostRate(t.Context(), &models.CostRate{Resource: models.ResourceEgress, Unit: accounting.UnitGiB, RateMicros: 250_000,
+			EffectiveFrom: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	}
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +229,37 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	}
 	if _, stderr, code := u.run("", "quotas", "ls", "--team", "nobody"); code != 1 || !strings.Contains(stderr, `there is no team "nobody"`) {
 		t.Fatalf("quotas ls --team nobody: exit %d %q", code, stderr)
+	}
+	// The cost a server's ledger holds, through GET /api/v1/cost: 4 GiB of egress (1.00)
+	// on the 1st and 8 GiB (2.00) on the 2nd of March.
+	for _, day := range []struct{ from, to, bytes string }{{"2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z", "4294967296"}, {"2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z", "8589934592"}} {
+		req, err := http.NewRequest("POST", url+"/api/v1/usage", strings.NewReader(
+			`{"resource": "egress", "project": "default", "bytes": `+day.bytes+`, "from": "`+day.from+`", "to": "`+day.to+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusCreated {
+			t.Fatalf("record usage: %v %v", res, err)
+		}
+		res.Body.Close()
+	}
+	if out := u.ok("cost", "show", "--by", "project", "--bucket", "day", "--resource", "egress", "--from", "2026-03-01", "--to", "2026-03-31"); !regexp.MustCompile(
+		`^ +DAY +PROJECT +AMOUNT\n +2026-03-01 +default +1\.000000\n +2026-03-02 +default +2\.000000\n +total +3\.000000\n$`).MatchString(out) {
+		t.Fatalf("cost show --by project --bucket day: %q", out)
+	}
+	var cost struct {
+		By          string `json:"by" yaml:"by"`
+		TotalMicros int64  `json:"total_micros" yaml:"total_micros"`
+		Unit        string `json:"unit" yaml:"unit"`
+	}
+	if err := json.Unmarshal([]byte(u.ok("cost", "show", "--from", "2026-03-01", "--to", "2026-03-01", "--resource", "egress", "-o", "json")), &cost); err != nil ||
+		cost.By != "team" || cost.TotalMicros != 1_000_000 || cost.Unit == "" {
+		t.Fatalf("cost show -o json: %+v %v", cost, err)
+	}
+	if err := yaml.Unmarshal([]byte(u.ok("cost", "show", "--by", "", "--from", "2026-03-01", "--to", "2026-03-02", "-o", "yaml")), &cost); err != nil || cost.By != "" || cost.TotalMicros != 3_000_000 {
+		t.Fatalf("cost show -o yaml: %+v %v", cost, err)
 	}
 	if out, stderr, code := u.run("", "nodes", "ls"); code != 0 || strings.Contains(out, "old-box") || !strings.Contains(stderr, "Not shown: 1 removed node; gantry nodes ls --removed lists them.") {
 		t.Fatalf("nodes ls with a removed node: exit %d %q %q", code, out, stderr)
@@ -260,6 +298,8 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		want string
 	}{
 		"bad output":            {[]string{"job", "ls", "-o", "xml"}, 2, `-o "xml": want table, json or yaml`},
+		"cost by a colour":      {[]string{"cost", "show", "--by", "colour"}, 1, `by: "colour" is not one of team, project`},
+		"cost from no day":      {[]string{"cost", "show", "--from", "March"}, 1, "from: "},
 		"unknown state":         {[]string{"job", "ls", "--state", "bogus"}, 1, `state: "bogus" is not a job state`},
 		"bad cursor":            {[]string{"job", "ls", "--cursor", "nope"}, 1, "cursor: is not a cursor of this list"},
 		"not an ID":             {[]string{"job", "get", "abc"}, 2, `job ID "abc": want a positive number`},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // Masked stands for a secret value wherever one would be shown.
@@ -64,7 +65,8 @@ func (v *EnvVar) UnmarshalJSON(b []byte) error {
 	var o envObject
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil || o.Value == nil {
+	// Keys as written: encoding/json would take {"Value": …} for "value".
+	if strictjson.Check(b, &o) != nil || dec.Decode(&o) != nil || o.Value == nil {
 		return models.Invalid("env", `each value is a string, or {"value": "…", "secret": true} for a secret`)
 	}
 	v.Value, v.Secret = *o.Value, o.Secret

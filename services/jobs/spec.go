@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // Spec is a job as a user submits it.
@@ -69,6 +70,9 @@ func Parse(r io.Reader) (Spec, error) {
 	if !utf8.Valid(body) {
 		return s, models.Invalid("body", "is not valid UTF-8 (at byte %d)", firstInvalid(body))
 	}
+	if err := strictjson.Check(body, &s); err != nil {
+		return s, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -104,7 +108,7 @@ func decodeError(err error) error {
 		if field == "" {
 			field = "body"
 		}
-		return models.Invalid(field, "must be %s, not %s", jsonType(te.Type.Kind().String()), te.Value)
+		return models.Invalid(field, "must be %s, not %s", strictjson.Kind(te.Type), te.Value)
 	case errors.As(err, &se):
 		return models.Invalid("body", "is not valid JSON (at byte %d): %v", se.Offset, err)
 	case errors.Is(err, io.EOF):
@@ -114,20 +118,4 @@ func decodeError(err error) error {
 		return models.Invalid(strings.Trim(f, `"`), "is not a field of a job spec")
 	}
 	return models.Invalid("body", "is not a valid job spec: %v", err)
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int", "int64", "int32":
-		return "an integer"
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	case "bool":
-		return "true or false"
-	}
-	return kind
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/strictjson"
 )
 
 // Template is a job spec saved under a name in a project, to submit again in one step.
@@ -70,6 +71,9 @@ func ParseTemplate(r io.Reader) (string, Spec, error) {
 	}
 	if len(body) > MaxSpecBytes {
 		return "", Spec{}, models.Invalid("body", "is over %d bytes", MaxSpecBytes)
+	}
+	if err := strictjson.Check(body, &b); err != nil {
+		return "", Spec{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
