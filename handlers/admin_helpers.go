@@ -44,7 +44,11 @@ func (h *Handler) confirmed(c *gin.Context, d templates.ConfirmData, fields ...s
 	for _, f := range fields {
 		d.Fields = append(d.Fields, templates.HiddenField{Name: f, Value: c.PostForm(f)})
 	}
-	render(c, http.StatusOK, templates.Confirm(h.page(c, d.Heading, "admin"), d))
+	section := d.Section
+	if section == "" {
+		section = "admin"
+	}
+	render(c, http.StatusOK, templates.Confirm(h.page(c, d.Heading, section), d))
 	return false
 }
 

@@ -223,7 +223,12 @@ func TestJobsInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, browsertest.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#cancel-job")), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
+	// Cancel asks first, on a page of its own (no script needed); confirmed, it cancels.
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#cancel-job")), chromedp.WaitVisible("#confirm-button")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#confirm-title", "Cancel job long-one", time.Second)
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=notice]", "Cancelled.", time.Second)

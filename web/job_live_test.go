@@ -199,7 +199,7 @@ func TestJobPageSubmittedNotice(t *testing.T) {
 			t.Error("a job's page opened otherwise than by submitting says it was submitted")
 		}
 
-		if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+		if res, _ := s.send(ada, "POST", page+"/cancel", "confirm=yes&csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("cancel = %d", res.StatusCode)
 		}
 		htmx := map[string]string{"HX-Request": "true"}
@@ -347,7 +347,7 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+	if res, _ := s.send(ada, "POST", page+"/cancel", "confirm=yes&csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("cancel = %d", res.StatusCode)
 	}
 	_, body := s.send(ada, "GET", page, "", nil)
