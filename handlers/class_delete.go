@@ -26,7 +26,7 @@ func (h *Handler) ClassDelete(c *gin.Context) {
 	var nf *classes.NotFoundError
 	switch {
 	case errors.As(err, &nf):
-		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
+		h.missingPage(c, "No such priority class", capitalize(nf.Error())+".", classesLink)
 	case errors.As(err, &fe):
 		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
 	case err != nil:

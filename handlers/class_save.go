@@ -35,7 +35,7 @@ func (h *Handler) ClassSave(c *gin.Context) {
 	case errors.As(err, &fe):
 		h.renderClasses(c, http.StatusBadRequest, templates.ClassesData{Form: form, Editing: update, Error: fieldMessage(fe), Field: fe.Field}, "")
 	case errors.As(err, &nf):
-		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
+		h.missingPage(c, "No such priority class", capitalize(nf.Error())+".", classesLink)
 	case err != nil:
 		h.serverError(c, err)
 	default:

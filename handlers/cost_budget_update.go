@@ -17,7 +17,7 @@ import (
 func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		h.missingPage(c, "No such budget", "There is no budget "+c.Param("id")+".", budgetsLink)
 		return
 	}
 	in, err := parseBudgetForm(c.PostForm("amount"), c.PostForm("thresholds"))
@@ -28,7 +28,7 @@ func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		h.missingPage(c, "No such budget", "There is no budget "+c.Param("id")+".", budgetsLink)
 	case errors.As(err, &fe):
 		fe = budgetField(fe)
 		h.renderBudgets(c, http.StatusBadRequest, templates.CostBudgetsData{Form: templates.BudgetForm{Thresholds: percents(accounting.DefaultThresholds)},

@@ -26,7 +26,7 @@ func (h *Handler) CostChannelCreate(c *gin.Context) {
 func (h *Handler) CostChannelUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such channel", "There is no channel "+c.Param("id")+". Go back to the channels page to see them all.")
+		h.missingPage(c, "No such channel", "There is no channel "+c.Param("id")+".", channelsLink)
 		return
 	}
 	form := channelForm(c)
@@ -66,7 +66,7 @@ func (h *Handler) channelSaved(c *gin.Context, form templates.ChannelForm, ch *m
 	var fe *models.FieldError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such channel", "There is no channel "+c.Param("id")+". Go back to the channels page to see them all.")
+		h.missingPage(c, "No such channel", "There is no channel "+c.Param("id")+".", channelsLink)
 	case errors.As(err, &fe):
 		h.renderChannels(c, http.StatusBadRequest, templates.CostChannelsData{Form: form, Flash: templates.CostAdminFlash{Error: fieldMessage(fe), Field: fe.Field}})
 	case err != nil:

@@ -22,7 +22,7 @@ func (h *Handler) CostRuleCreate(c *gin.Context) { h.saveRule(c, 0) }
 func (h *Handler) CostRuleUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
+		h.missingPage(c, "No such rule", "There is no rule "+c.Param("id")+".", rulesLink)
 		return
 	}
 	h.saveRule(c, id)
@@ -62,7 +62,7 @@ func (h *Handler) saveRule(c *gin.Context, id int64) {
 	var fe *models.FieldError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
+		h.missingPage(c, "No such rule", "There is no rule "+c.Param("id")+".", rulesLink)
 	case errors.As(err, &fe):
 		if fe.Field == "window_sec" {
 			fe = &models.FieldError{Field: "window", Message: fe.Message}

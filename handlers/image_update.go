@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // ImageStatusUpdate certifies, un-certifies or deprecates an image.
@@ -47,7 +48,7 @@ func (h *Handler) imageUpdateFailed(c *gin.Context, err error) bool {
 	case err == nil:
 		return false
 	case errors.As(err, &fe) && fe.Field == "image":
-		h.errorPage(c, http.StatusNotFound, "No such image", capitalize(fe.Message)+".")
+		h.missingPage(c, "No such image", capitalize(fe.Message)+".", templates.Link{Href: "/images", Text: "The images page lists them all"})
 	case errors.As(err, &fe):
 		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))
 	default:

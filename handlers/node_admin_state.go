@@ -62,7 +62,7 @@ func (h *Handler) nodeActionFailed(c *gin.Context, err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such node", "There is no node "+c.Param("name")+".")
+		h.missingPage(c, "No such node", "There is no node "+c.Param("name")+".", nodesLink)
 	case errors.As(err, &fe):
 		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
 	default:

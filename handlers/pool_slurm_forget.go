@@ -31,7 +31,7 @@ func (h *Handler) PoolSlurmJobsForget(c *gin.Context) {
 	var fe *models.FieldError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such pool", fmt.Sprintf("There is no pool %q. The pools page lists every pool.", name))
+		h.missingPage(c, "No such pool", fmt.Sprintf("There is no pool %q.", name), poolsLink)
 		return
 	case errors.As(err, &fe):
 		h.errorPage(c, http.StatusBadRequest, "Not possible", capitalize(fe.Message)+".")
