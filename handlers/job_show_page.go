@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -65,7 +67,32 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 		return
 	}
 	d.Notice = c.Query("notice")
+	if d.RerunOf, err = h.rerunOf(c, j); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	render(c, http.StatusOK, templates.JobShow(p, d))
+}
+
+// rerunOf is the job that ?rerun names as the one j re-ran, as JobRerun opens j's
+// page. It is named only when it is of j's project, which the reader may see: the
+// parameter is anyone's to write.
+func (h *Handler) rerunOf(c *gin.Context, j *models.Job) (templates.JobRef, error) {
+	id, err := strconv.ParseInt(c.Query("rerun"), 10, 64)
+	if err != nil || id <= 0 || id == j.ID {
+		return templates.JobRef{}, nil
+	}
+	old, err := h.jobs.Job(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return templates.JobRef{}, nil
+	}
+	if err != nil {
+		return templates.JobRef{}, fmt.Errorf("the job %d re-ran: %w", id, err)
+	}
+	if old.ProjectID != j.ProjectID {
+		return templates.JobRef{}, nil
+	}
+	return templates.JobRef{ID: old.ID, Name: old.Name}, nil
 }
 
 // liveVersion names what the live part of a job's page shows: the job's state, then a
