@@ -1603,14 +1603,14 @@ func jobLogs(d JobPageData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 141, "</select></span> <span class=\"log-field\"><label for=\"log-stream\">Stream</label> <select id=\"log-stream\"><option value=\"\">stdout and stderr</option> <option value=\"stdout\">stdout</option> <option value=\"stderr\">stderr</option></select></span> <label class=\"check\"><input type=\"checkbox\" id=\"log-follow\" checked> Follow</label> <button type=\"button\" class=\"button\" id=\"log-pause\" aria-pressed=\"false\">Pause</button> <a class=\"button\" id=\"log-download\" href=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 141, "</select></span> <span class=\"log-field\"><label for=\"log-stream\">Stream</label> <select id=\"log-stream\"><option value=\"\">stdout and stderr</option> <option value=\"stdout\">stdout</option> <option value=\"stderr\">stderr</option></select></span><span class=\"log-live\" id=\"log-live\" hidden><label class=\"check\"><input type=\"checkbox\" id=\"log-follow\" checked> Follow</label> <button type=\"button\" class=\"button\" id=\"log-pause\" aria-pressed=\"false\">Pause</button></span> <a class=\"button\" id=\"log-download\" href=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var77 string
 		templ_7745c5c3_Var77, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/api/v1/jobs/" + i64toa(d.Job.ID) + "/logs")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 391, Col: 106}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 395, Col: 106}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var77)
 		if templ_7745c5c3_Err != nil {
@@ -1623,7 +1623,7 @@ func jobLogs(d JobPageData) templ.Component {
 		var templ_7745c5c3_Var78 string
 		templ_7745c5c3_Var78, templ_7745c5c3_Err = templruntime.NewAttributeExpression("job-" + i64toa(d.Job.ID) + ".log").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 391, Col: 154}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 395, Col: 154}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var78)
 		if templ_7745c5c3_Err != nil {
@@ -1662,7 +1662,7 @@ func rerunOf(j JobRef, more string) templ.Component {
 		var templ_7745c5c3_Var80 string
 		templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/jobs/" + i64toa(j.ID))).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 401, Col: 104}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 405, Col: 104}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
 		if templ_7745c5c3_Err != nil {
@@ -1675,7 +1675,7 @@ func rerunOf(j JobRef, more string) templ.Component {
 		var templ_7745c5c3_Var81 string
 		templ_7745c5c3_Var81, templ_7745c5c3_Err = templ.JoinStringErrs(j.Name)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 401, Col: 115}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 405, Col: 115}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var81))
 		if templ_7745c5c3_Err != nil {
@@ -1688,7 +1688,7 @@ func rerunOf(j JobRef, more string) templ.Component {
 		var templ_7745c5c3_Var82 string
 		templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(i64toa(j.ID))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 401, Col: 134}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 405, Col: 134}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 		if templ_7745c5c3_Err != nil {
@@ -1701,7 +1701,7 @@ func rerunOf(j JobRef, more string) templ.Component {
 		var templ_7745c5c3_Var83 string
 		templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(more)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 401, Col: 148}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/job_show.templ`, Line: 405, Col: 148}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 		if templ_7745c5c3_Err != nil {
