@@ -118,7 +118,7 @@ func JobNew(p Page, d JobNewData) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<script src=\"/static/js/jobform.js\" defer></script> <h1>Submit a job</h1><p class=\"lead\">Pick an image, say what to run and what it needs. The panel beside the form tells you what it will cost and whether it can start now, before you submit.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<script src=\"/static/js/jobform.js\" defer></script> <h1>Submit a job</h1><p class=\"lead\" data-testid=\"form-lead\">Pick an image, say what to run and what it needs. The panel “Before you submit”, beside the form (below it on a narrow screen), tells you what it will cost and whether it can start now.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
