@@ -219,7 +219,7 @@ func TestJobsInBrowser(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	browsertest.Screenshot(t, ctx, "cluster")
-	waitText(t, ctx, "#cluster-live", "250/1000 in use", time.Second)
+	waitText(t, ctx, "#cluster-live", "0.25 of it in use", time.Second)
 	if err := chromedp.Do(ctx, browsertest.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
 		t.Fatal(err)
 	}

@@ -361,6 +361,13 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if !strings.Contains(body, "GPU 0 · A100-80GB · 0.25 of it") || strings.Contains(body, "milli") {
 		t.Errorf("where the job ran does not say its share as 0.25: %s", body[strings.Index(body, `data-testid="allocations"`):])
 	}
+	// So do its timeline and the cluster page.
+	if !strings.Contains(body, " (0.25 of it)</div>") || strings.Contains(body, "/1000") {
+		t.Errorf("the timeline does not say the share as 0.25: %s", body[strings.Index(body, `data-testid="timeline"`):])
+	}
+	if _, cluster := s.send(ada, "GET", "/cluster", "", nil); !strings.Contains(cluster, "0.25 of it in use") || strings.Contains(cluster, "/1000") {
+		t.Errorf("the cluster page does not say the share as 0.25: %s", cluster)
+	}
 	exit := 143
 	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
 		t.Fatal(err)
