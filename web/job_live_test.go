@@ -368,12 +368,16 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if _, cluster := s.send(ada, "GET", "/cluster", "", nil); !strings.Contains(cluster, "0.25 of it in use") || strings.Contains(cluster, "/1000") {
 		t.Errorf("the cluster page does not say the share as 0.25: %s", cluster)
 	}
-	exit := 143
-	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+	// Its process is stopped by SIGTERM, which a process node reports as exit -1.
+	exit := -1
+	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit, Signal: "SIGTERM"}); err != nil {
 		t.Fatal(err)
 	}
 	_, body = s.send(ada, "GET", page, "", map[string]string{"HX-Request": "true"})
 	if strings.Contains(body, "stopping") || !strings.Contains(body, "ended") || strings.Contains(body, "hx-trigger") {
 		t.Errorf("once the attempt ended the live part says: %s", body)
+	}
+	if !strings.Contains(body, `<div class="meta">stopped by a signal, as asked</div>`) || strings.Contains(body, "exit -1") {
+		t.Errorf("the attempt stopped by the cancel is not said to be stopped: %s", body[strings.Index(body, `data-testid="allocations"`):])
 	}
 }
