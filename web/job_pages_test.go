@@ -233,6 +233,10 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			if !strings.Contains(body, `name="`+b.field+`"`) || !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-invalid="true"`).MatchString(body) {
 				t.Errorf("%s: the field %s is not marked invalid", b.name, b.field)
 			}
+			// It has focus as the page opens, described by the error, and no other field has.
+			if !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-describedby="form-error[ "][^>]*autofocus`).MatchString(body) || strings.Count(body, " autofocus") != 1 {
+				t.Errorf("%s: the field %s does not take focus described by the error", b.name, b.field)
+			}
 			if !strings.Contains(body, `value="train-1"`) {
 				t.Errorf("%s: the form lost what was typed", b.name)
 			}
