@@ -34,6 +34,17 @@ func (h *Handler) recentChanges(ctx context.Context, f store.AuditFilter) ([]tem
 	return out, nil
 }
 
+// The console's lists, which the page of something missing links to.
+var (
+	nodesLink    = templates.Link{Href: "/admin/nodes", Text: "See every node on the nodes page"}
+	poolsLink    = templates.Link{Href: "/admin/pools", Text: "The pools page lists every pool"}
+	classesLink  = templates.Link{Href: "/admin/priority-classes", Text: "The priority classes page lists them all"}
+	budgetsLink  = templates.Link{Href: "/admin/cost/budgets", Text: "See them all on the budgets page"}
+	channelsLink = templates.Link{Href: "/admin/cost/channels", Text: "See them all on the channels page"}
+	rulesLink    = templates.Link{Href: "/admin/cost/rules", Text: "See them all on the rules page"}
+	quotasLink   = templates.Link{Href: "/admin/quotas", Text: "The quotas page lists them all"}
+)
+
 // confirmed reports whether a destructive form was confirmed; if not, it answers with a
 // page that asks, posting the same fields again with confirm=yes.
 func (h *Handler) confirmed(c *gin.Context, d templates.ConfirmData, fields ...string) bool {
@@ -44,7 +55,11 @@ func (h *Handler) confirmed(c *gin.Context, d templates.ConfirmData, fields ...s
 	for _, f := range fields {
 		d.Fields = append(d.Fields, templates.HiddenField{Name: f, Value: c.PostForm(f)})
 	}
-	render(c, http.StatusOK, templates.Confirm(h.page(c, d.Heading, "admin"), d))
+	section := d.Section
+	if section == "" {
+		section = "admin"
+	}
+	render(c, http.StatusOK, templates.Confirm(h.page(c, d.Heading, section), d))
 	return false
 }
 

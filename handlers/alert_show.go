@@ -44,7 +44,7 @@ func (h *Handler) alertData(c *gin.Context) (templates.AlertData, *models.Alert,
 		a, deliveries, err = h.gov.AlertByID(ctx, id)
 	}
 	notFound := func() {
-		h.errorPage(c, http.StatusNotFound, "No such alert", "There is no alert "+c.Param("id")+" that you may see. The alerts page lists yours.")
+		h.missingPage(c, "No such alert", "There is no alert "+c.Param("id")+" that you may see.", templates.Link{Href: "/alerts", Text: "The alerts page lists yours"})
 	}
 	switch {
 	case !ok || errors.Is(err, store.ErrNotFound):

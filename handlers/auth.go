@@ -8,6 +8,7 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // Gin context keys set by the web gate before a handler runs.
@@ -72,11 +73,13 @@ func (h *Handler) SetCookie(c *gin.Context, name, value string, maxAge int) {
 }
 
 // Refusal is a request that may not proceed. The API answers Code, Message and Field;
-// a page says Heading over Page, else words for the status over Message made a sentence.
+// a page says Heading over Page, else words for the status over Message made a sentence,
+// and links to NextHref in the words NextText, where that is set.
 type Refusal struct {
 	Status               int
 	Code, Message, Field string
 	Heading, Page        string
+	NextHref, NextText   string
 }
 
 // Refuse answers r: JSON for the API, a page for browsers.
@@ -92,7 +95,9 @@ func (h *Handler) Refuse(c *gin.Context, r Refusal) {
 	if text == "" {
 		text = Sentence(r.Message)
 	}
-	h.errorPage(c, r.Status, heading, text)
+	c.Abort()
+	render(c, r.Status, templates.ErrorPage(h.page(c, heading, ""), templates.ErrorData{Status: r.Status, Heading: heading, Message: text,
+		Next: templates.Link{Href: r.NextHref, Text: r.NextText}}))
 }
 
 // statusHeading names a refusal's status for a page.

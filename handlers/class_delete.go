@@ -24,7 +24,7 @@ func (h *Handler) ClassDelete(c *gin.Context) {
 	err := h.classes.Delete(c.Request.Context(), name)
 	var nf *classes.NotFoundError
 	if errors.As(err, &nf) {
-		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
+		h.missingPage(c, "No such priority class", capitalize(nf.Error())+".", classesLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

@@ -31,7 +31,7 @@ func (h *Handler) ClassSave(c *gin.Context) {
 	}
 	var nf *classes.NotFoundError
 	if errors.As(err, &nf) {
-		h.errorPage(c, http.StatusNotFound, "No such priority class", capitalize(nf.Error())+". The priority classes page lists them all.")
+		h.missingPage(c, "No such priority class", capitalize(nf.Error())+".", classesLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

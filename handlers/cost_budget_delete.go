@@ -19,7 +19,7 @@ func (h *Handler) CostBudgetDelete(c *gin.Context) {
 	}
 	switch {
 	case !ok || errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		h.missingPage(c, "No such budget", "There is no budget "+c.Param("id")+".", budgetsLink)
 	case err != nil:
 		h.serverError(c, err)
 	default:

@@ -17,7 +17,7 @@ import (
 func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		h.missingPage(c, "No such budget", "There is no budget "+c.Param("id")+".", budgetsLink)
 		return
 	}
 	in, err := parseBudgetForm(c.PostForm("amount"), c.PostForm("thresholds"))
@@ -26,7 +26,7 @@ func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 		b, err = h.cost.UpdateBudget(c.Request.Context(), id, in)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such budget", "There is no budget "+c.Param("id")+". Go back to the budgets page to see them all.")
+		h.missingPage(c, "No such budget", "There is no budget "+c.Param("id")+".", budgetsLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

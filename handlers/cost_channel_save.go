@@ -26,7 +26,7 @@ func (h *Handler) CostChannelCreate(c *gin.Context) {
 func (h *Handler) CostChannelUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such channel", "There is no channel "+c.Param("id")+". Go back to the channels page to see them all.")
+		h.missingPage(c, "No such channel", "There is no channel "+c.Param("id")+".", channelsLink)
 		return
 	}
 	form := channelForm(c)
@@ -64,7 +64,7 @@ func (h *Handler) channelTarget(c *gin.Context, id int64) (string, error) {
 
 func (h *Handler) channelSaved(c *gin.Context, form templates.ChannelForm, ch *models.NotificationChannel, err error, verb string) {
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such channel", "There is no channel "+c.Param("id")+". Go back to the channels page to see them all.")
+		h.missingPage(c, "No such channel", "There is no channel "+c.Param("id")+".", channelsLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

@@ -21,7 +21,7 @@ func (h *Handler) CostRateDelete(c *gin.Context) {
 	}
 	switch {
 	case !ok || errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such rate", "There is no rate "+c.Param("id")+". Go back to the rates page to see them all.")
+		h.missingPage(c, "No such rate", "There is no rate "+c.Param("id")+".", templates.Link{Href: "/admin/cost/rates", Text: "See them all on the rates page"})
 	case errors.Is(err, store.ErrStale):
 		msg := "That rate has priced metered time, so it stays: add a newer rate to change the price from now on."
 		h.renderRates(c, http.StatusConflict, templates.CostRatesData{Form: defaultRateForm(), Flash: templates.CostAdminFlash{Error: msg}})

@@ -22,7 +22,7 @@ func (h *Handler) CostRuleCreate(c *gin.Context) { h.saveRule(c, 0) }
 func (h *Handler) CostRuleUpdate(c *gin.Context) {
 	id, ok := paramID(c)
 	if !ok {
-		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
+		h.missingPage(c, "No such rule", "There is no rule "+c.Param("id")+".", rulesLink)
 		return
 	}
 	h.saveRule(c, id)
@@ -60,7 +60,7 @@ func (h *Handler) saveRule(c *gin.Context, id int64) {
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
+		h.missingPage(c, "No such rule", "There is no rule "+c.Param("id")+".", rulesLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

@@ -33,7 +33,7 @@ func (h *Handler) CostRuleShow(c *gin.Context) {
 	}
 	switch {
 	case !ok || errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such rule", "There is no rule "+c.Param("id")+". Go back to the rules page to see them all.")
+		h.missingPage(c, "No such rule", "There is no rule "+c.Param("id")+".", rulesLink)
 		return
 	case err != nil:
 		h.serverError(c, err)

@@ -33,7 +33,7 @@ func (h *Handler) feedbackItem(c *gin.Context) *models.FeedbackItem {
 			return nil
 		}
 	}
-	h.errorPage(c, http.StatusNotFound, "No such feedback", "There is no feedback item "+c.Param("id")+". See the board for the open ones.")
+	h.missingPage(c, "No such feedback", "There is no feedback item "+c.Param("id")+".", templates.Link{Href: "/feedback", Text: "See the board for the open ones"})
 	return nil
 }
 

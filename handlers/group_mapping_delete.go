@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -13,7 +12,7 @@ import (
 func (h *Handler) GroupMappingDelete(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		h.errorPage(c, http.StatusNotFound, "No such group mapping", "There is no group mapping "+c.Param("id")+". The groups page lists them all.")
+		h.missingPage(c, "No such group mapping", "There is no group mapping "+c.Param("id")+".", templates.Link{Href: "/admin/groups", Text: "The groups page lists them all"})
 		return
 	}
 	if !h.confirmed(c, templates.ConfirmData{

@@ -67,6 +67,7 @@ func (h *Handler) HomeShow(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	d.CanSetRates = canAdmin(c)
 	render(c, http.StatusOK, templates.Home(h.page(c, "Home", "home"), d))
 }
 
@@ -148,11 +149,23 @@ func (h *Handler) homeTeams(ctx context.Context, userID int64, d *templates.Home
 	if err != nil {
 		return nil, nil, err
 	}
+	// A team that spent nothing may owe it to no rates being set: read them only then.
+	rated := true
+	for _, id := range teamIDs {
+		if spent[id] == 0 {
+			rates, err := h.store.CostRates(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			rated = len(rates) > 0
+			break
+		}
+	}
 	for _, t := range teams {
 		if !slices.Contains(teamIDs, t.ID) {
 			continue
 		}
-		ht := templates.HomeTeam{Name: t.Name, Spent: accounting.FormatMoney(spent[t.ID])}
+		ht := templates.HomeTeam{Name: t.Name, Spent: accounting.FormatMoney(spent[t.ID]), NoRates: !rated && spent[t.ID] == 0}
 		for _, b := range budgets {
 			if b.Budget.TeamID != nil && *b.Budget.TeamID == t.ID {
 				ht.Budget = accounting.FormatMoney(b.Budget.AmountMicros)

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // ImageStatusUpdate certifies, un-certifies or deprecates an image.
@@ -43,7 +44,7 @@ func (h *Handler) ImagePrePullUpdate(c *gin.Context) {
 func (h *Handler) imageUpdateFailed(c *gin.Context, err error) bool {
 	return h.failed(c, err, func(fe *models.FieldError) {
 		if fe.Field == "image" {
-			h.errorPage(c, http.StatusNotFound, "No such image", capitalize(fe.Message)+".")
+			h.missingPage(c, "No such image", capitalize(fe.Message)+".", templates.Link{Href: "/images", Text: "The images page lists them all"})
 			return
 		}
 		h.errorPage(c, http.StatusBadRequest, "Bad request", fieldMessage(fe))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func (h *Handler) cloneForm(c *gin.Context, id string) (templates.JobForm, bool)
 	}
 	j, err := h.jobs.Job(ctx, n)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such job", "There is no job "+id+" to copy. Pick one from the jobs list.")
+		h.missingPage(c, "No such job", "There is no job "+id+" to copy.", templates.Link{Href: "/jobs", Text: "Pick one from the jobs list"})
 		return templates.JobForm{}, false
 	}
 	if err != nil {
@@ -91,7 +92,7 @@ func (h *Handler) templateForm(c *gin.Context, project, name string) (templates.
 	ctx := c.Request.Context()
 	p, err := h.store.ProjectByName(ctx, project)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such project", "There is no project "+project+". Pick a template from the submit form.")
+		h.missingPage(c, "No such project", "There is no project "+project+".", templates.Link{Href: "/jobs/new", Text: "Pick a template from the submit form"})
 		return templates.JobForm{}, false
 	}
 	if err != nil {
@@ -109,7 +110,7 @@ func (h *Handler) templateForm(c *gin.Context, project, name string) (templates.
 	}
 	t, err := h.jobs.TemplateByName(ctx, p, name)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such template", "Project "+p.Name+" has no template called "+name+". Its templates are listed on the submit form.")
+		h.missingPage(c, "No such template", "Project "+p.Name+" has no template called "+name+".", templates.Link{Href: "/jobs/new?project=" + url.QueryEscape(p.Name), Text: "Its templates are listed on the submit form"})
 		return templates.JobForm{}, false
 	}
 	if err != nil {

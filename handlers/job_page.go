@@ -9,6 +9,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // jobPageParam loads the job (the one the gate loaded, where it did) named by the :id path parameter of a page, or answers
@@ -24,7 +25,7 @@ func (h *Handler) jobPageParam(c *gin.Context) *models.Job {
 	}
 	j, err := h.jobs.Job(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such job", "There is no job "+c.Param("id")+". Find yours on the jobs list.")
+		h.missingPage(c, "No such job", "There is no job "+c.Param("id")+".", templates.Link{Href: "/jobs", Text: "Find yours on the jobs list"})
 		return nil
 	}
 	if err != nil {

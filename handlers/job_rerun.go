@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -9,7 +10,7 @@ import (
 	"github.com/gantry-gpu/gantry/templates"
 )
 
-// JobRerun submits a new job like job :id and opens its page. One that cannot run
+// JobRerun submits a new job like job :id and opens its page, which names job :id. One that cannot run
 // again as it was (its image was deprecated since) opens the form with the copy and
 // the reason.
 func (h *Handler) JobRerun(c *gin.Context) {
@@ -25,11 +26,12 @@ func (h *Handler) JobRerun(c *gin.Context) {
 			h.serverError(c, err)
 			return
 		}
-		d := templates.JobNewData{Form: formOfSpec(spec, j.ImageID != nil)}
+		d := templates.JobNewData{Form: formOfSpec(spec, j.ImageID != nil), RerunOf: templates.JobRef{ID: j.ID, Name: j.Name}}
 		d.Field, d.Error = formError(d.Form, fe)
 		h.renderJobNew(c, http.StatusBadRequest, d, false)
 	}) {
 		return
 	}
-	h.jobSubmitted(c, again)
+	// The new job's page says what it re-ran (rerunOf).
+	c.Redirect(http.StatusSeeOther, "/jobs/"+strconv.FormatInt(again.ID, 10)+"?submitted=1&rerun="+strconv.FormatInt(j.ID, 10))
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -65,7 +67,32 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 		return
 	}
 	d.Notice = c.Query("notice")
+	if d.RerunOf, err = h.rerunOf(c, j); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	render(c, http.StatusOK, templates.JobShow(p, d))
+}
+
+// rerunOf is the job that ?rerun names as the one j re-ran, as JobRerun opens j's
+// page. It is named only when it is of j's project, which the reader may see: the
+// parameter is anyone's to write.
+func (h *Handler) rerunOf(c *gin.Context, j *models.Job) (templates.JobRef, error) {
+	id, err := strconv.ParseInt(c.Query("rerun"), 10, 64)
+	if err != nil || id <= 0 || id == j.ID {
+		return templates.JobRef{}, nil
+	}
+	old, err := h.jobs.Job(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return templates.JobRef{}, nil
+	}
+	if err != nil {
+		return templates.JobRef{}, fmt.Errorf("the job %d re-ran: %w", id, err)
+	}
+	if old.ProjectID != j.ProjectID {
+		return templates.JobRef{}, nil
+	}
+	return templates.JobRef{ID: old.ID, Name: old.Name}, nil
 }
 
 // liveVersion names what the live part of a job's page shows: the job's state, then a
@@ -198,7 +225,10 @@ func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, no
 	}
 	s.Policy = strings.Join(policy, ", ")
 	if j.ExitCode != nil {
-		s.ExitCode = strconv.Itoa(*j.ExitCode)
+		s.Exit = "exit code " + strconv.Itoa(*j.ExitCode)
+		if *j.ExitCode == -1 {
+			s.Exit = killedWords(false)
+		}
 	}
 	if j.StartedAt != nil {
 		s.Started = j.StartedAt.UTC().Format(pageTime)
@@ -295,7 +325,10 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 			row.GPUs = append(row.GPUs, card)
 		}
 		if a.ExitCode != nil {
-			row.ExitCode = strconv.Itoa(*a.ExitCode)
+			row.Exit = "exit " + strconv.Itoa(*a.ExitCode)
+			if *a.ExitCode == -1 {
+				row.Exit = killedWords(a.StopReason != "")
+			}
 		}
 		if a.StartedAt != nil {
 			row.Started = a.StartedAt.UTC().Format(pageTime)
@@ -325,4 +358,14 @@ func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (te
 		v.MeteredUntil = until.UTC().Format(pageTime)
 	}
 	return v, nil
+}
+
+// killedWords says how an attempt ended that has no exit code: its agent reports -1 for
+// a process killed by a signal (or whose supervisor vanished), which is no code the job
+// chose. stopped: Gantry asked it to stop (a cancel, a preemption, a hold…).
+func killedWords(stopped bool) string {
+	if stopped {
+		return "stopped by a signal, as asked"
+	}
+	return "killed, without an exit code"
 }

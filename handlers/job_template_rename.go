@@ -33,7 +33,7 @@ func (h *Handler) templateChangeFailed(c *gin.Context, err error, name, newName 
 	case errors.As(err, &ny):
 		h.deny(c, "Not your template", ny.Error()+".")
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such template", "Project "+routeProject(c).Name+" has no template called "+name+" (any more). Go back to its templates and reload.")
+		h.missingPage(c, "No such template", "Project "+routeProject(c).Name+" has no template called "+name+" (any more).", templates.Link{Href: "/projects/" + url.PathEscape(routeProject(c).Name) + "/templates", Text: "See the templates it has"})
 	default:
 		return h.failed(c, err, func(fe *models.FieldError) {
 			d := templates.JobTemplatesData{Editing: name, NewName: newName, Field: fe.Field, Error: "New name for " + name + ": " + fe.Message + "."}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,7 +25,7 @@ func (h *Handler) JoinTokenRevoke(c *gin.Context) {
 	err := dispatch.RevokeJoinToken(c.Request.Context(), h.store, h.audit, time.Now(), name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.errorPage(c, http.StatusNotFound, "No such join token", "There is no join token "+name+" that is not revoked yet. The join tokens page lists the live ones.")
+		h.missingPage(c, "No such join token", "There is no join token "+name+" that is not revoked yet.", templates.Link{Href: "/admin/join-tokens", Text: "The join tokens page lists the live ones"})
 	case err != nil:
 		h.serverError(c, err)
 	default:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -18,8 +19,16 @@ func (h *Handler) LoginCreate(c *gin.Context) {
 	username := strings.TrimSpace(c.PostForm("username"))
 	password := c.PostForm("password")
 	d := templates.LoginData{Next: safeNext(c.PostForm("next")), Username: username}
-	if username == "" || password == "" || len(username) > 64 || len(password) > 128 {
-		d.Error = "Enter your username (at most 64 characters) and your password."
+	// Characters, as the form's maxlength counts them, not bytes.
+	switch {
+	case username == "" || password == "":
+		d.Error = "Enter your username and your password."
+	case utf8.RuneCountInString(username) > 64:
+		d.Error = "A username has at most 64 characters."
+	case utf8.RuneCountInString(password) > 128:
+		d.Error = "A password has at most 128 characters."
+	}
+	if d.Error != "" {
 		h.renderLogin(c, http.StatusBadRequest, d)
 		return
 	}

@@ -82,7 +82,7 @@ func (h *Handler) renderNodeAdmin(c *gin.Context, status int, d templates.NodeAd
 	ctx := c.Request.Context()
 	n, err := h.store.NodeByName(ctx, c.Param("name"))
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such node", "There is no node "+c.Param("name")+". See every node on the nodes page.")
+		h.missingPage(c, "No such node", "There is no node "+c.Param("name")+".", nodesLink)
 		return
 	}
 	if err != nil {

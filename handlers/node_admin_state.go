@@ -59,7 +59,7 @@ func (h *Handler) NodeAdminStateUpdate(c *gin.Context) {
 // input goes to invalid where the form is shown again, else to an error page.
 func (h *Handler) nodeActionFailed(c *gin.Context, err error, invalid func(*models.FieldError)) bool {
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such node", "There is no node "+c.Param("name")+".")
+		h.missingPage(c, "No such node", "There is no node "+c.Param("name")+".", nodesLink)
 		return true
 	}
 	if invalid == nil {

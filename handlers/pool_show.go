@@ -55,7 +55,7 @@ func (h *Handler) PoolShow(c *gin.Context) {
 	now := time.Now().UTC()
 	d, err := pools.DetailOf(c.Request.Context(), h.store, name, now, now.Add(-span), now.Add(time.Second), before, poolEventsPage)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such pool", fmt.Sprintf("There is no pool %q. The pools page lists every pool.", name))
+		h.missingPage(c, "No such pool", fmt.Sprintf("There is no pool %q.", name), poolsLink)
 		return
 	}
 	if err != nil {

@@ -29,7 +29,7 @@ func (h *Handler) PoolSlurmJobsForget(c *gin.Context) {
 	}
 	n, err := h.dispatch.ForgetSlurmJobs(c.Request.Context(), name, "user:"+principal(c).User.Username)
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such pool", fmt.Sprintf("There is no pool %q. The pools page lists every pool.", name))
+		h.missingPage(c, "No such pool", fmt.Sprintf("There is no pool %q.", name), poolsLink)
 		return
 	}
 	if h.failed(c, err, func(fe *models.FieldError) {

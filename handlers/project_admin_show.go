@@ -23,7 +23,7 @@ func (h *Handler) renderProjectAdmin(c *gin.Context, status int, d templates.Pro
 	ctx := c.Request.Context()
 	p, err := h.store.ProjectByName(ctx, c.Param("project"))
 	if errors.Is(err, store.ErrNotFound) {
-		h.errorPage(c, http.StatusNotFound, "No such project", "There is no project "+c.Param("project")+". See all projects on the teams page.")
+		h.missingPage(c, "No such project", "There is no project "+c.Param("project")+".", templates.Link{Href: "/admin/teams", Text: "See all projects on the teams page"})
 		return
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -15,7 +14,7 @@ import (
 func (h *Handler) QuotaDelete(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		h.errorPage(c, http.StatusNotFound, "No such quota", "There is no quota "+c.Param("id")+". The quotas page lists them all.")
+		h.missingPage(c, "No such quota", "There is no quota "+c.Param("id")+".", quotasLink)
 		return
 	}
 	if !h.confirmed(c, templates.ConfirmData{
@@ -28,7 +27,7 @@ func (h *Handler) QuotaDelete(c *gin.Context) {
 	name, err := h.quotas.Delete(c.Request.Context(), id)
 	var nf *quotas.NotFoundError
 	if errors.As(err, &nf) {
-		h.errorPage(c, http.StatusNotFound, "No such quota", capitalize(nf.Error())+". The quotas page lists them all.")
+		h.missingPage(c, "No such quota", capitalize(nf.Error())+".", quotasLink)
 		return
 	}
 	if err != nil {

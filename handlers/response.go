@@ -95,6 +95,13 @@ func (h *Handler) errorPage(c *gin.Context, status int, heading, message string)
 	render(c, status, templates.ErrorPage(h.page(c, heading, ""), templates.ErrorData{Status: status, Heading: heading, Message: message}))
 }
 
+// missingPage answers 404: message says what is missing, and next links to the page
+// that lists what there is, so that the reader goes there in one click.
+func (h *Handler) missingPage(c *gin.Context, heading, message string, next templates.Link) {
+	c.Abort()
+	render(c, http.StatusNotFound, templates.ErrorPage(h.page(c, heading, ""), templates.ErrorData{Status: http.StatusNotFound, Heading: heading, Message: message, Next: next}))
+}
+
 // deny refuses with 403 a request that the gate let through but a finer check of the
 // handler does not (an alert of a team the user does not lead, say), and audits it as
 // access.denied, as the gate does its own refusals.

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // ssoFlowSeconds is how long the flow cookie lives: as long as a sign-in may take.
@@ -16,7 +17,7 @@ const ssoFlowSeconds = 600
 // kept in a signed cookie for the callback.
 func (h *Handler) SSOBegin(c *gin.Context) {
 	if !h.identity.SSOEnabled() {
-		h.errorPage(c, http.StatusNotFound, "Single sign-on is off", "This Gantry has no single sign-on provider configured. Sign in with a username and password.")
+		h.missingPage(c, "Single sign-on is off", "This Gantry has no single sign-on provider configured.", templates.Link{Href: "/login", Text: "Sign in with a username and password"})
 		return
 	}
 	to, cookie, err := h.identity.BeginSSO(c.Request.Context(), safeNext(c.Query("next")))
@@ -35,7 +36,7 @@ func (h *Handler) SSOBegin(c *gin.Context) {
 // SSOCallback completes a single sign-on: the provider sends the browser here with a code.
 func (h *Handler) SSOCallback(c *gin.Context) {
 	if !h.identity.SSOEnabled() {
-		h.errorPage(c, http.StatusNotFound, "Single sign-on is off", "This Gantry has no single sign-on provider configured. Sign in with a username and password.")
+		h.missingPage(c, "Single sign-on is off", "This Gantry has no single sign-on provider configured.", templates.Link{Href: "/login", Text: "Sign in with a username and password"})
 		return
 	}
 	cookie, _ := c.Cookie(OIDCCookie)

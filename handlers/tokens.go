@@ -51,7 +51,7 @@ func (h *Handler) TokenRevoke(c *gin.Context) {
 	}
 	err = h.identity.RevokeToken(c.Request.Context(), principal(c).User, id)
 	notFound := func() {
-		h.errorPage(c, http.StatusNotFound, "No such token", "You have no token "+c.Param("id")+". Your API tokens page lists yours.")
+		h.missingPage(c, "No such token", "You have no token "+c.Param("id")+".", templates.Link{Href: "/tokens", Text: "Your API tokens page lists yours"})
 	}
 	switch {
 	case errors.Is(err, identity.ErrNotYours):

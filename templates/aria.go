@@ -1,6 +1,10 @@
 package templates
 
-import "github.com/a-h/templ"
+import (
+	"strings"
+
+	"github.com/a-h/templ"
+)
 
 // invalidIf marks a field that failed validation as aria-invalid="true", which screen
 // readers announce and the stylesheet outlines. templ's aria-invalid?= would write a
@@ -12,16 +16,27 @@ func invalidIf(bad bool) templ.Attributes {
 	return nil
 }
 
-// invalid marks the input of field when the form's error is about it.
-func invalid(errField, field string) templ.Attributes {
-	return invalidIf(errField == field)
+// fieldARIA gives an input of the submit form its ARIA: hint is the id of the text that
+// describes it ("" for none). When the form was shown again for an error about this
+// field (errField), the field is marked invalid, has focus as the page opens, and is
+// described by the error first (#form-error), so a screen reader reads what is wrong
+// where the user lands.
+func fieldARIA(errField, name, hint string) templ.Attributes {
+	a := templ.Attributes{}
+	if hint != "" {
+		a["aria-describedby"] = hint
+	}
+	if errField == name {
+		a["aria-invalid"], a["autofocus"] = "true", true
+		a["aria-describedby"] = strings.TrimSpace("form-error " + hint)
+	}
+	return a
 }
 
-// describedBy ties a field to its hint (fieldHint's id), so a screen reader reads the
-// hint with the field; a field without a hint gets nothing.
-func describedBy(name, hint string) templ.Attributes {
+// hintOf is the id of the hint fieldHint draws for name, or "" when there is none.
+func hintOf(name, hint string) string {
 	if hint == "" {
-		return nil
+		return ""
 	}
-	return templ.Attributes{"aria-describedby": name + "-hint"}
+	return name + "-hint"
 }

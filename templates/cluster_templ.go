@@ -1037,15 +1037,15 @@ func clusterGPU(g ClusterGPU) templ.Component {
 			}
 		} else if g.InUseMilli > 0 {
 			var templ_7745c5c3_Var53 string
-			templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(int(g.InUseMilli)))
+			templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(share(g.InUseMilli))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/cluster.templ`, Line: 247, Col: 29}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/cluster.templ`, Line: 247, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var53))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, "/1000 in use ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, " of it in use ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -68,6 +68,9 @@ func gpuCount(n string) string {
 	return n + " GPUs"
 }
 
+// share writes a share of one GPU as the submit form asks for it: 250 milli-GPU is "0.25".
+func share(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
+
 func yesNo(b bool) string {
 	if b {
 		return "yes"

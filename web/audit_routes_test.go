@@ -338,7 +338,7 @@ var mutations = map[string]func(w *world) change{
 	},
 	"POST /jobs/:id/cancel": func(w *world) change {
 		j := w.job(models.JobQueued)
-		return change{as: models.RoleMember, path: fmt.Sprintf("/jobs/%d/cancel", j.ID), action: "job.cancelled", object: "job", id: fmt.Sprint(j.ID)}
+		return change{as: models.RoleMember, path: fmt.Sprintf("/jobs/%d/cancel", j.ID), form: url.Values{"confirm": {"yes"}}, action: "job.cancelled", object: "job", id: fmt.Sprint(j.ID)}
 	},
 	"POST /jobs/:id/hold": func(w *world) change {
 		j := w.job(models.JobQueued)

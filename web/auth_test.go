@@ -175,6 +175,33 @@ func sessionCookie(res *http.Response) *http.Cookie {
 	return nil
 }
 
+// The login form says what is wrong with what was typed, with the limits it holds to,
+// counted in characters as the form's maxlength counts them.
+func TestLoginSaysItsLimits(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		c := s.browser()
+		token := s.csrf(c, "/login")
+		for _, tc := range []struct {
+			username, password string
+			status             int
+			says               string
+		}{
+			{"", "secret", http.StatusBadRequest, "Enter your username and your password."},
+			{"admin", "", http.StatusBadRequest, "Enter your username and your password."},
+			{strings.Repeat("a", 65), "secret", http.StatusBadRequest, "A username has at most 64 characters."},
+			{"admin", strings.Repeat("x", 129), http.StatusBadRequest, "A password has at most 128 characters."},
+			{"admin", strings.Repeat("é", 128), http.StatusUnauthorized, "Wrong username or password."},
+		} {
+			res, body := s.send(c, "POST", "/login", url.Values{"csrf_token": {token}, "username": {tc.username}, "password": {tc.password}}.Encode(), nil)
+			if res.StatusCode != tc.status || !strings.Contains(body, `<p class="form-error" role="alert" id="login-error">`+tc.says+`</p>`) {
+				t.Errorf("sign in as %.10q… with a password of %d characters = %d, want %d saying %q", tc.username, len([]rune(tc.password)), res.StatusCode, tc.status, tc.says)
+			}
+		}
+	})
+}
+
 func TestSignInRedirectsBackAndSignsOut(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {

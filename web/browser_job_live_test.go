@@ -104,6 +104,9 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=allocations]", "browser-node", 5*time.Second)
 	// Quiet so far, it is no longer waiting to start.
 	waitText(t, ctx, "[data-testid=log-status]", "Following the output of attempt 1 live", 10*time.Second)
+	visible := `(id => document.getElementById(id).getClientRects().length > 0)`
+	waitTrue(t, ctx, visible+`("log-follow") && `+visible+`("log-pause") && `+visible+`("log-download")`,
+		"Follow, Pause and Download showing while the attempt runs", time.Second)
 	// Its run time counts on while the refreshes find nothing else changed (204).
 	ran := run(t, ctx, chromedp.Evaluate[string](`document.querySelector("[data-testid=ran]").textContent`))
 	waitTrue(t, ctx, `(t => /^[0-9]+s$/.test(t) && t !== `+strconv.Quote(ran)+`)(document.querySelector("[data-testid=ran]").textContent)`,
@@ -135,6 +138,10 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=actions]", "Clone", time.Second)
 	waitText(t, ctx, "[data-testid=timeline]", "succeeded", time.Second)
 	waitText(t, ctx, "[data-testid=log-output]", "done", 10*time.Second)
+	// Nothing more can come: Follow and Pause go, Download stays.
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended", 10*time.Second)
+	waitTrue(t, ctx, `!`+visible+`("log-follow") && !`+visible+`("log-pause") && `+visible+`("log-download")`,
+		"Follow and Pause leaving once the attempt ended, Download staying", time.Second)
 	if !run(t, ctx, chromedp.Evaluate[bool](`window.sameLoad === true`)) {
 		t.Fatal("the page was reloaded; it should have followed the job in place")
 	}
@@ -147,6 +154,11 @@ func TestJobPageFollowsItsJobInBrowser(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The page of an ended job, opened anew, shows them neither.
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended", 10*time.Second)
+	if !run(t, ctx, chromedp.Evaluate[bool](`!`+visible+`("log-follow") && !`+visible+`("log-pause") && `+visible+`("log-download")`)) {
+		t.Error("the page of an ended job offers to follow or pause its log")
 	}
 	if run(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)) {
 		t.Error("the job page is wider than a phone's screen")

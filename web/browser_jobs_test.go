@@ -113,6 +113,11 @@ func TestJobsInBrowser(t *testing.T) {
 	if invalid, err := chromedp.Run(ctx, chromedp.AttributeValue("#f-command", "aria-invalid")); err != nil || invalid.Value != "true" {
 		t.Fatalf("the command field is not marked invalid: %+v %v", invalid, err)
 	}
+	// Focus is on the field in error, which a screen reader reads with the error first.
+	waitTrue(t, ctx, `document.activeElement.id === "f-command"`, "focus going to the command field in error", time.Second)
+	if by, err := chromedp.Run(ctx, chromedp.AttributeValue("#f-command", "aria-describedby")); err != nil || by.Value != "form-error command-hint" {
+		t.Fatalf("the command field is described by %+v (%v); want the error, then its hint", by, err)
+	}
 	// The job prints a line, then waits for the test to let it finish: its output must
 	// show while it runs.
 	script := "/bin/sh -c 'echo first line; while [ ! -e " + marker + " ]; do sleep 0.1; done; echo second line'"
@@ -219,11 +224,16 @@ func TestJobsInBrowser(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	browsertest.Screenshot(t, ctx, "cluster")
-	waitText(t, ctx, "#cluster-live", "250/1000 in use", time.Second)
+	waitText(t, ctx, "#cluster-live", "0.25 of it in use", time.Second)
 	if err := chromedp.Do(ctx, browsertest.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#cancel-job")), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
+	// Cancel asks first, on a page of its own (no script needed); confirmed, it cancels.
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#cancel-job")), chromedp.WaitVisible("#confirm-button")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#confirm-title", "Cancel job long-one", time.Second)
+	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#confirm-button")), chromedp.WaitVisible("[data-testid=notice]")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=notice]", "Cancelled.", time.Second)

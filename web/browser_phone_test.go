@@ -83,6 +83,43 @@ func TestPhoneWidthInBrowser(t *testing.T) {
 	}
 }
 
+// The submit form says where its preview is, and it is there at every width: beside
+// the form on a laptop, below it on a phone (390 px wide), where it comes after
+// "Save as a template".
+func TestSubmitFormSaysWhereItsPreviewIsInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	const where = `(() => {
+		const p = document.getElementById("preview").getBoundingClientRect();
+		const f = document.querySelector(".submit-layout > div").getBoundingClientRect();
+		if (p.left >= f.right) return "beside";
+		if (p.top >= f.bottom) return "below";
+		return "elsewhere";
+	})()`
+	for _, c := range []struct {
+		width, height int64
+		want          string
+	}{{1280, 900, "beside"}, {390, 844, "below"}} {
+		err := chromedp.Do(ctx,
+			chromedp.EmulateViewport(c.width, c.height),
+			browsertest.Navigate(s.srv.URL+"/jobs/new"),
+			chromedp.WaitVisible("#preview"),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := run(t, ctx, chromedp.Evaluate[string](where)); got != c.want {
+			t.Errorf("%d px wide, the preview is %s the form; want %s", c.width, got, c.want)
+		}
+		lead := run(t, ctx, chromedp.Text("[data-testid=form-lead]"))
+		if !strings.Contains(lead, "“Before you submit”, beside the form (below it on a narrow screen)") {
+			t.Errorf("the form's lead does not say where its preview is at every width: %q", lead)
+		}
+	}
+}
+
 // On a phone the jobs list's filters fold under a summary that says which are set, so the
 // first job shows on the first screen; they open from the keyboard, a filter set there
 // narrows the list in place and the fold stays open. On a laptop they show unfolded.

@@ -54,10 +54,12 @@ type refusal struct {
 	// heading and page are what a page says, where its status's words and the message
 	// would not say what to do next.
 	heading, page string
-	project       *int64
-	location      string
-	htmx          bool // location is for htmx to open (HX-Redirect), not a redirect to follow
-	unaudited     bool // bad input that denies no access: not recorded as access.denied
+	// nextHref and nextText link the page to where the reader finds what they looked for.
+	nextHref, nextText string
+	project            *int64
+	location           string
+	htmx               bool // location is for htmx to open (HX-Redirect), not a redirect to follow
+	unaudited          bool // bad input that denies no access: not recorded as access.denied
 }
 
 func (g *gate) check(rule Access) gin.HandlerFunc {
@@ -401,7 +403,7 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 		j, p, err := g.store.JobAndProject(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: "there is no job " + c.Param("id"), field: "id",
-				heading: "No such job", page: "There is no job " + c.Param("id") + ". Find yours on the jobs list."}
+				heading: "No such job", page: "There is no job " + c.Param("id") + ".", nextHref: "/jobs", nextText: "Find yours on the jobs list"}
 		}
 		if err != nil {
 			return nil, g.internal(c, err)
@@ -413,7 +415,7 @@ func (g *gate) project(c *gin.Context, from projectSource) (*models.Project, *re
 	p, err := g.store.ProjectByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, &refusal{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("there is no project %q", name), field: "project",
-			heading: "No such project", page: fmt.Sprintf("There is no project %q. Your projects lists the ones you belong to.", name)}
+			heading: "No such project", page: fmt.Sprintf("There is no project %q.", name), nextHref: "/projects", nextText: "Your projects lists the ones you belong to"}
 	}
 	if err != nil {
 		return nil, g.internal(c, err)
@@ -511,7 +513,7 @@ func (g *gate) refuse(c *gin.Context, r refusal) {
 	if r.status != http.StatusInternalServerError && r.status != http.StatusNotFound && !r.unaudited {
 		g.audited(c, r)
 	}
-	g.h.Refuse(c, handlers.Refusal{Status: r.status, Code: r.code, Message: r.message, Field: r.field, Heading: r.heading, Page: r.page})
+	g.h.Refuse(c, handlers.Refusal{Status: r.status, Code: r.code, Message: r.message, Field: r.field, Heading: r.heading, Page: r.page, NextHref: r.nextHref, NextText: r.nextText})
 }
 
 // audited records a refusal; the request itself changes nothing.

@@ -27,8 +27,17 @@ func TestHomePage(t *testing.T) {
 		}
 		ada := s.user("ada", "default", models.RoleMember)
 		if _, body := s.send(ada, "GET", "/", "", nil); !strings.Contains(body, "You have no jobs yet. <a href=\"/jobs/new\">Submit your first job</a>") ||
-			!strings.Contains(body, "No GPU quota: the team uses what is free.") || !strings.Contains(body, `data-testid="team-spend">0.00</strong> currency units<`) {
-			t.Fatalf("home of a new member: %s", body)
+			!strings.Contains(body, "No GPU quota: the team uses what is free.") ||
+			!strings.Contains(body, "No cost rates are set, so nothing is charged. An admin sets them.") || strings.Contains(body, "currency units") {
+			t.Fatalf("home of a new member, no rates set: %s", body)
+		}
+		// An admin in the team is told where to set them.
+		admin := s.signIn("admin", s.password)
+		if err := s.az.SetProjectRole(ctx, userByName(t, st, "admin"), projectByName(t, st, "default"), models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		if _, body := s.send(admin, "GET", "/", "", nil); !strings.Contains(body, `No cost rates are set, so nothing is charged. <a href="/admin/cost/rates">Set them on the rates page</a>.`) {
+			t.Fatalf("home of an admin, no rates set: %s", body)
 		}
 
 		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
@@ -72,8 +81,8 @@ func TestHomePage(t *testing.T) {
 				t.Errorf("home lacks %q", want)
 			}
 		}
-		if strings.Contains(body, "You have no jobs yet") {
-			t.Error("home says there are no jobs")
+		if strings.Contains(body, "You have no jobs yet") || strings.Contains(body, "No cost rates are set") {
+			t.Error("home says there are no jobs, or no rates")
 		}
 		// Another team's alert does not concern ada.
 		if _, body := s.send(olga, "GET", "/", "", nil); strings.Contains(body, "300% of its mean") || strings.Contains(body, "train-1") {

@@ -199,7 +199,7 @@ func TestJobPageSubmittedNotice(t *testing.T) {
 			t.Error("a job's page opened otherwise than by submitting says it was submitted")
 		}
 
-		if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+		if res, _ := s.send(ada, "POST", page+"/cancel", "confirm=yes&csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("cancel = %d", res.StatusCode)
 		}
 		htmx := map[string]string{"HX-Request": "true"}
@@ -347,7 +347,7 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := s.send(ada, "POST", page+"/cancel", "csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
+	if res, _ := s.send(ada, "POST", page+"/cancel", "confirm=yes&csrf_token="+s.csrf(ada, page), nil); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("cancel = %d", res.StatusCode)
 	}
 	_, body := s.send(ada, "GET", page, "", nil)
@@ -361,12 +361,23 @@ func TestJobPageFollowsAStoppingAttempt(t *testing.T) {
 	if !strings.Contains(body, "GPU 0 · A100-80GB · 0.25 of it") || strings.Contains(body, "milli") {
 		t.Errorf("where the job ran does not say its share as 0.25: %s", body[strings.Index(body, `data-testid="allocations"`):])
 	}
-	exit := 143
-	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+	// So do its timeline and the cluster page.
+	if !strings.Contains(body, " (0.25 of it)</div>") || strings.Contains(body, "/1000") {
+		t.Errorf("the timeline does not say the share as 0.25: %s", body[strings.Index(body, `data-testid="timeline"`):])
+	}
+	if _, cluster := s.send(ada, "GET", "/cluster", "", nil); !strings.Contains(cluster, "0.25 of it in use") || strings.Contains(cluster, "/1000") {
+		t.Errorf("the cluster page does not say the share as 0.25: %s", cluster)
+	}
+	// Its process is stopped by SIGTERM, which a process node reports as exit -1.
+	exit := -1
+	if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit, Signal: "SIGTERM"}); err != nil {
 		t.Fatal(err)
 	}
 	_, body = s.send(ada, "GET", page, "", map[string]string{"HX-Request": "true"})
 	if strings.Contains(body, "stopping") || !strings.Contains(body, "ended") || strings.Contains(body, "hx-trigger") {
 		t.Errorf("once the attempt ended the live part says: %s", body)
+	}
+	if !strings.Contains(body, `<div class="meta">stopped by a signal, as asked</div>`) || strings.Contains(body, "exit -1") {
+		t.Errorf("the attempt stopped by the cancel is not said to be stopped: %s", body[strings.Index(body, `data-testid="allocations"`):])
 	}
 }

@@ -179,9 +179,18 @@ func TestJobPage(t *testing.T) {
 
 		// Cancelling a running job from its page stops it.
 		res, _ = s.send(ada, "POST", page+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
 		s.disp.Tick(ctx)
-		res, _ = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)
+		// It asks first: the button's post answers a page that asks, and changes nothing.
+		res, body = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, "Cancel job train-1 (#"+again[1]+")?") || !strings.Contains(body, `name="confirm" value="yes"`) ||
+			!strings.Contains(body, `href="/jobs/`+again[1]+`">Keep it</a>`) {
+			t.Fatalf("cancel without confirmation = %d: %s", res.StatusCode, body)
+		}
+		if _, body := s.send(ada, "GET", "/jobs/"+again[1], "", nil); strings.Contains(body, "⊘ cancelled") {
+			t.Fatal("an unconfirmed cancel cancelled the job")
+		}
+		res, _ = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}, "confirm": {"yes"}}.Encode(), nil)
 		if _, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil); !strings.Contains(body, "⊘ cancelled") || !strings.Contains(body, "cancelled by ada") {
 			t.Fatalf("page after cancel: %s", body)
 		}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -134,6 +135,65 @@ func jobForm(token string) url.Values {
 
 var locationJob = regexp.MustCompile(`^/jobs/(\d+)\?submitted=1$`)
 
+// locationRerun is where a re-run sends the browser: the new job's page, naming the job it re-ran.
+var locationRerun = regexp.MustCompile(`^/jobs/(\d+)\?submitted=1&rerun=(\d+)$`)
+
+// A re-run's page says what it re-ran, linked, and only a job of its own project: the
+// parameter that names it is anyone's to write. A re-run that cannot run as it was is
+// the form, which says whose re-run it is.
+func TestRerunSaysWhatItRan(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		token := s.csrf(ada, "/jobs/new")
+		res, _ := s.send(ada, "POST", "/jobs", jobForm(token).Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
+		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || again == nil || again[2] != m[1] {
+			t.Fatalf("re-run = %d → %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		said := `<p class="notice" data-testid="rerun-of">Re-run of job <a href="/jobs/` + m[1] + `">train-1 (#` + m[1] + `)</a>.</p>`
+		if _, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil); !strings.Contains(body, said) {
+			t.Errorf("the re-run's page does not say %s", said)
+		}
+		if _, body := s.send(ada, "GET", "/jobs/"+again[1], "", nil); strings.Contains(body, `data-testid="rerun-of"`) {
+			t.Error("the job's page opened plainly says it is a re-run")
+		}
+		team := &models.Team{Name: "speech"}
+		must(t, st.CreateTeam(ctx, team))
+		other := &models.Project{TeamID: team.ID, Name: "asr"}
+		must(t, st.CreateProject(ctx, other))
+		hidden := &models.Job{Name: "hidden-name", ProjectID: other.ID, UserID: userByName(t, st, "ada").ID, Command: `["true"]`, Env: "{}",
+			Replicas: 1, Kind: "batch", PriorityClass: "research"}
+		must(t, st.CreateJob(ctx, hidden, "test"))
+		for _, q := range []string{fmt.Sprint(hidden.ID), "999999", again[1], "x"} {
+			if res, body := s.send(ada, "GET", "/jobs/"+again[1]+"?submitted=1&rerun="+q, "", nil); res.StatusCode != 200 || strings.Contains(body, `data-testid="rerun-of"`) {
+				t.Errorf("?rerun=%s = %d, names a job: %s", q, res.StatusCode, body)
+			}
+		}
+
+		// Bob may not re-run ada's job with its secret values: the form says whose re-run it is.
+		f := jobForm(token)
+		f.Set("secret_env", "HF_TOKEN=hf_secret")
+		res, _ = s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		secret := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if secret == nil {
+			t.Fatalf("submit with a secret = %d", res.StatusCode)
+		}
+		bob := s.user("bob", "default", models.RoleMember)
+		res, body := s.send(bob, "POST", "/jobs/"+secret[1]+"/rerun", url.Values{"csrf_token": {s.csrf(bob, "/jobs/new")}}.Encode(), nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `Re-run of job <a href="/jobs/`+secret[1]+`">train-1 (#`+secret[1]+`)</a>. It cannot run again as it was`) {
+			t.Errorf("bob's refused re-run = %d: %s", res.StatusCode, body)
+		}
+	})
+}
+
 func TestSubmitJobThroughTheForm(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
@@ -173,6 +233,10 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			if !strings.Contains(body, `name="`+b.field+`"`) || !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-invalid="true"`).MatchString(body) {
 				t.Errorf("%s: the field %s is not marked invalid", b.name, b.field)
 			}
+			// It has focus as the page opens, described by the error, and no other field has.
+			if !regexp.MustCompile(`id="f-`+b.field+`"[^>]*aria-describedby="form-error[ "][^>]*autofocus`).MatchString(body) || strings.Count(body, " autofocus") != 1 {
+				t.Errorf("%s: the field %s does not take focus described by the error", b.name, b.field)
+			}
 			if !strings.Contains(body, `value="train-1"`) {
 				t.Errorf("%s: the form lost what was typed", b.name)
 			}
@@ -202,7 +266,7 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			t.Fatalf("clone form = %d %s", res.StatusCode, body[strings.Index(body, "<form id"):])
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
 		if res.StatusCode != http.StatusSeeOther || again == nil || again[1] == m[1] {
 			t.Fatalf("re-run = %d → %q", res.StatusCode, res.Header.Get("Location"))
 		}
@@ -470,7 +534,7 @@ func TestSecretEnvThroughThePages(t *testing.T) {
 			t.Errorf("bob re-runs ada's job with secrets = %d: %s", res.StatusCode, formErrorOf(body))
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
 		if res.StatusCode != http.StatusSeeOther || again == nil {
 			t.Fatalf("ada re-runs = %d", res.StatusCode)
 		}

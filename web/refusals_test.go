@@ -39,6 +39,7 @@ func TestRefusalsSayWhatToDoNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		olga, _ := s.member("olga")
+		admin := s.signIn("admin", s.password)
 		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
 		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		if m == nil {
@@ -51,14 +52,20 @@ func TestRefusalsSayWhatToDoNext(t *testing.T) {
 			path   string
 			status int
 			want   string // the error's words, tags dropped
+			next   string // where a 404 links to look instead; empty for nowhere
 		}{
-			{"a member", ada, "/admin", 403, "403 Not allowed You may not open the admin console: it is open to Gantry's admins and auditors. Ask an admin if you need something there."},
-			{"a member", ada, "/admin/audit", 403, "403 Not allowed You may not read the audit log: it is open to Gantry's admins and auditors. Ask an admin for the auditor role if you need it."},
-			{"an outsider", olga, "/jobs/" + m[1], 403, "403 Not allowed You may not see the jobs of project default: you have no role in it. Ask a team lead of project default or a Gantry admin for the viewer role."},
-			{"a viewer", vic, "/jobs/new?project=default&template=nightly", 404, "404 No such template Project default has no template called nightly. Its templates are listed on the submit form."},
-			{"a member", ada, "/jobs/999999", 404, "404 No such job There is no job 999999. Find yours on the jobs list."},
-			{"a member", ada, "/projects/nope/templates", 404, `404 No such project There is no project "nope". Your projects lists the ones you belong to.`},
-			{"a member", ada, "/nowhere", 404, "404 Page not found There is no page at /nowhere. Use the navigation above to find your way."},
+			{"a member", ada, "/admin", 403, "403 Not allowed You may not open the admin console: it is open to Gantry's admins and auditors. Ask an admin if you need something there.", ""},
+			{"a member", ada, "/admin/audit", 403, "403 Not allowed You may not read the audit log: it is open to Gantry's admins and auditors. Ask an admin for the auditor role if you need it.", ""},
+			{"an outsider", olga, "/jobs/" + m[1], 403, "403 Not allowed You may not see the jobs of project default: you have no role in it. Ask a team lead of project default or a Gantry admin for the viewer role.", ""},
+			{"a viewer", vic, "/jobs/new?project=default&template=nightly", 404, "404 No such template Project default has no template called nightly. Its templates are listed on the submit form", "/jobs/new?project=default"},
+			{"a member", ada, "/jobs/999999", 404, "404 No such job There is no job 999999. Find yours on the jobs list", "/jobs"},
+			{"a member", ada, "/jobs/new?clone=999999", 404, "404 No such job There is no job 999999 to copy. Pick one from the jobs list", "/jobs"},
+			{"a member", ada, "/alerts/999999", 404, "404 No such alert There is no alert 999999 that you may see. The alerts page lists yours", "/alerts"},
+			{"a member", ada, "/feedback/999999", 404, "404 No such feedback There is no feedback item 999999. See the board for the open ones", "/feedback"},
+			{"a member", ada, "/projects/nope/templates", 404, `404 No such project There is no project "nope". Your projects lists the ones you belong to`, "/projects"},
+			{"an admin", admin, "/admin/nodes/nope", 404, "404 No such node There is no node nope. See every node on the nodes page", "/admin/nodes"},
+			{"an admin", admin, "/admin/pools/nope", 404, `404 No such pool There is no pool "nope". The pools page lists every pool`, "/admin/pools"},
+			{"a member", ada, "/nowhere", 404, "404 Page not found There is no page at /nowhere. Use the navigation above to find your way.", ""},
 		}
 		tags := regexp.MustCompile(`<[^>]*>`)
 		for _, pg := range pages {
@@ -71,6 +78,9 @@ func TestRefusalsSayWhatToDoNext(t *testing.T) {
 			words := strings.Join(strings.Fields(html.UnescapeString(tags.ReplaceAllString(sec[1], " "))), " ")
 			if !strings.HasPrefix(words, pg.want) {
 				t.Errorf("%s opening %s reads %q; want %q", pg.who, pg.path, words, pg.want)
+			}
+			if pg.next != "" && !strings.Contains(sec[1], `<a href="`+html.EscapeString(pg.next)+`" data-testid="error-next">`) {
+				t.Errorf("%s opening %s is not linked to %s: %s", pg.who, pg.path, pg.next, sec[1])
 			}
 			if strings.Contains(words, "platform") {
 				t.Errorf("%s opening %s is told of %q", pg.who, pg.path, words)

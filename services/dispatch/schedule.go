@@ -524,7 +524,8 @@ func describePlacement(node string, gpus []agentapi.Device) string {
 	for i, g := range gpus {
 		parts[i] = g.UUID
 		if g.Milli < 1000 {
-			parts[i] = fmt.Sprintf("%s (%d/1000)", g.UUID, g.Milli)
+			// A share as the submit form asks for it, not in milli-GPU.
+			parts[i] = g.UUID + " (" + strconv.FormatFloat(float64(g.Milli)/1000, 'f', -1, 64) + " of it)"
 		}
 	}
 	return "node " + node + " GPUs " + strings.Join(parts, ", ")

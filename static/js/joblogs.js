@@ -2,7 +2,7 @@
 // GET /jobs/ID/logs/stream), with follow (keep the newest line in view), pause (stop
 // showing new output; it is kept and shown on resume), a stream and attempt picker
 // (which gains a retry's attempt as it comes), and a download link that matches what
-// is picked.
+// is picked. Follow and pause show only while more output can come.
 (function () {
   "use strict";
   var box = document.querySelector("[data-log-url]");
@@ -16,6 +16,7 @@
   var streamSel = document.getElementById("log-stream");
   var attemptSel = document.getElementById("log-attempt");
   var download = document.getElementById("log-download");
+  var live = document.getElementById("log-live");
   var source = null;
   var paused = false;
   var held = [];
@@ -56,6 +57,19 @@
     if (e.target.id === "job-live") { listAttempts(Number(e.target.getAttribute("data-attempt")) || 0); }
   });
 
+  // streaming shows follow and pause while the attempt shown may write more, and hides
+  // them once it has ended, with what a pause held back shown.
+  function streaming(on) {
+    live.hidden = !on;
+    if (!on && paused) {
+      paused = false;
+      pause.textContent = "Pause";
+      pause.setAttribute("aria-pressed", "false");
+      held.forEach(show);
+      held = [];
+    }
+  }
+
   function close() {
     if (source) { source.close(); source = null; }
   }
@@ -85,10 +99,12 @@
     });
     source.addEventListener("following", function (e) {
       waiting = false;
+      streaming(true);
       say("Following the output of attempt " + JSON.parse(e.data).attempt + " live…");
     });
     source.addEventListener("waiting", function () {
       waiting = true;
+      streaming(true);
       say("Waiting for the job to start; output appears here as soon as it does.");
     });
     source.addEventListener("end", function (e) {
@@ -101,6 +117,7 @@
         open();
         return;
       }
+      streaming(false);
       say(d.attempt ? "Attempt " + d.attempt + " ended; " + jobNow(d.state) + ". This is all of its output." :
         "The job ended (" + d.state + ") without running, so there is no output.");
     });
