@@ -225,10 +225,7 @@ func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, no
 	}
 	s.Policy = strings.Join(policy, ", ")
 	if j.ExitCode != nil {
-		s.Exit = "exit code " + strconv.Itoa(*j.ExitCode)
-		if *j.ExitCode == -1 {
-			s.Exit = killedWords(false)
-		}
+		s.Exit = exitWords("exit code", *j.ExitCode, j.State == models.JobCancelled)
 	}
 	if j.StartedAt != nil {
 		s.Started = j.StartedAt.UTC().Format(pageTime)
@@ -325,10 +322,7 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 			row.GPUs = append(row.GPUs, card)
 		}
 		if a.ExitCode != nil {
-			row.Exit = "exit " + strconv.Itoa(*a.ExitCode)
-			if *a.ExitCode == -1 {
-				row.Exit = killedWords(a.StopReason != "")
-			}
+			row.Exit = exitWords("exit", *a.ExitCode, a.StopReason != "")
 		}
 		if a.StartedAt != nil {
 			row.Started = a.StartedAt.UTC().Format(pageTime)
@@ -358,14 +352,4 @@ func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (te
 		v.MeteredUntil = until.UTC().Format(pageTime)
 	}
 	return v, nil
-}
-
-// killedWords says how an attempt ended that has no exit code: its agent reports -1 for
-// a process killed by a signal (or whose supervisor vanished), which is no code the job
-// chose. stopped: Gantry asked it to stop (a cancel, a preemption, a hold…).
-func killedWords(stopped bool) string {
-	if stopped {
-		return "stopped by a signal, as asked"
-	}
-	return "killed, without an exit code"
 }
