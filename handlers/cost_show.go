@@ -43,11 +43,18 @@ func (h *Handler) CostShow(c *gin.Context) {
 	if h.failed(c, err, invalid) {
 		return
 	}
+	ctx := c.Request.Context()
+	// With no rates set every figure is nothing: the page says why rather than show 0.00.
+	rates, err := h.store.CostRates(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.NoRates, d.CanSetRates = len(rates) == 0, canAdmin(c)
 	if v.none() {
 		render(c, http.StatusOK, templates.Cost(h.page(c, "Cost", "cost"), d))
 		return
 	}
-	ctx := c.Request.Context()
 	rows, err := acc.Rollup(ctx, v.query)
 	if h.failed(c, err, invalid) {
 		return

@@ -161,7 +161,7 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 	if d.Allocations, err = h.allocationRows(ctx, j.ID); err != nil {
 		return d, err
 	}
-	if d.Cost, err = h.jobCost(ctx, j, now); err != nil {
+	if d.Cost, err = h.jobCost(ctx, j, now, canAdmin(c)); err != nil {
 		return d, err
 	}
 	for n := 1; n <= j.Attempt; n++ {
@@ -335,8 +335,9 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 	return out, nil
 }
 
-// jobCost is what the ledger charged the job so far.
-func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (templates.JobCostView, error) {
+// jobCost is what the ledger charged the job so far. Nothing charged may be owed to no
+// rates being set at all: they are read only then. canSetRates: the user may set them.
+func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time, canSetRates bool) (templates.JobCostView, error) {
 	rows, until, err := h.cost.JobCost(ctx, j, now)
 	if err != nil {
 		return templates.JobCostView{}, err
@@ -348,6 +349,13 @@ func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time) (te
 		v.Lines = append(v.Lines, templates.CostLine{Label: r.Label, Amount: accounting.FormatMoney(r.AmountMicros)})
 	}
 	v.Total = accounting.FormatMoney(total)
+	if total == 0 {
+		rates, err := h.store.CostRates(ctx)
+		if err != nil {
+			return templates.JobCostView{}, err
+		}
+		v.NoRates, v.CanSetRates = len(rates) == 0, canSetRates
+	}
 	if !until.IsZero() {
 		v.MeteredUntil = until.UTC().Format(pageTime)
 	}

@@ -107,6 +107,9 @@ func TestCostPagePanels(t *testing.T) {
 				t.Errorf("admin's cost page lacks %s", want)
 			}
 		}
+		if strings.Contains(body, "No cost rates are set") {
+			t.Error("the cost page says no rates are set while they are")
+		}
 		_, body = s.send(lena, "GET", costPage, "", nil)
 		if !strings.Contains(body, "Spend of your projects: detect, track.") || !strings.Contains(body, `data-testid="cost-total">11.00<`) ||
 			strings.Contains(body, "speech") || !strings.Contains(body, `data-testid="idle-total">4.00<`) {
