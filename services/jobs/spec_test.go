@@ -33,3 +33,17 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// A spec with several bad environment variables is told of the same one every time,
+// the first by name, not whichever a map's order gives.
+func TestValidateNamesTheFirstBadVariableByName(t *testing.T) {
+	for range 20 {
+		s := Spec{Project: "p", Name: "n", Command: []string{"a"},
+			Env: map[string]EnvVar{"Z=1": Plain("z"), "M=2": Plain("m"), "A=B": Plain("a"), "GANTRY_X": Plain("x")}}
+		err := s.Validate()
+		var fe *models.FieldError
+		if !errors.As(err, &fe) || fe.Field != "env" || !strings.Contains(fe.Message, `"A=B"`) {
+			t.Fatalf("Validate = %v, want the variable \"A=B\" named", err)
+		}
+	}
+}

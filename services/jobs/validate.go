@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -100,8 +102,9 @@ func (s *Spec) validEnv() error {
 		return models.Invalid("env", "has %d variables; at most %d", len(s.Env), MaxEnvVars)
 	}
 	total := 0
-	for k, ev := range s.Env {
-		v := ev.Value
+	// In name order, so that a spec with several bad variables is always told of the same one.
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		v := s.Env[k].Value
 		total += len(k) + len(v)
 		if err := CheckEnvName("env", k); err != nil {
 			return err
