@@ -1,12 +1,10 @@
 package handlers
 
-import "strconv"
+import (
+	"strconv"
 
-// signalNames are the signals a job is usually ended by, by number (Linux's numbering,
-// which is where agents run).
-var signalNames = map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT",
-	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
-	14: "SIGALRM", 15: "SIGTERM"}
+	"github.com/gantry-gpu/gantry/services/agentapi"
+)
 
 // exitWords says how an attempt ended, led by lead ("exit", "exit code"). A process
 // node reports -1 for a process killed by a signal (or whose supervisor vanished); a
@@ -21,9 +19,9 @@ func exitWords(lead string, code int, stopped bool) string {
 		return "killed, without an exit code"
 	}
 	words := lead + " " + strconv.Itoa(code)
-	name, ok := signalNames[code-128]
+	name := agentapi.ExitSignal(code)
 	switch {
-	case !ok:
+	case name == "":
 		return words
 	case stopped:
 		return words + ": stopped by " + name + ", as asked"

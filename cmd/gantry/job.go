@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-gpu/gantry/services/agentapi"
 )
 
 func newJobCmd() *cobra.Command {
@@ -423,6 +425,9 @@ func printJob(out io.Writer, j cliJob) error {
 	exit := "-"
 	if j.ExitCode != nil {
 		exit = strconv.Itoa(*j.ExitCode)
+		if sig := agentapi.ExitSignal(*j.ExitCode); sig != "" {
+			exit += " (" + sig + ")"
+		}
 	}
 	for _, kv := range [][2]string{
 		{"ID", strconv.FormatInt(j.ID, 10)}, {"Name", j.Name}, {"Project", j.Project}, {"User", j.User},
