@@ -27,8 +27,9 @@ start)
   bin=$(pgbin)
   if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then useradd --system --home "$dir" postgres; fi
   mkdir -p "$dir"
-  # The server runs as postgres: it must be able to reach and own its directory.
-  if [ "$(id -u)" = 0 ]; then chmod 755 "$(dirname "$dir")"; chown postgres "$dir"; fi
+  # The server runs as postgres: it must be able to reach and own its directory. Only
+  # the right to pass through is added to the parent: a shared one (/tmp) keeps its mode.
+  if [ "$(id -u)" = 0 ]; then chmod o+x "$(dirname "$dir")"; chown postgres "$dir"; fi
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
