@@ -38,6 +38,7 @@ type jobJSON struct {
 	Retries        int              `json:"retries"`
 	Attempt        int              `json:"attempt"`
 	ExitCode       *int             `json:"exit_code"`
+	RerunOf        *int64           `json:"rerun_of,omitempty"` // not in lists
 	SubmittedAt    time.Time        `json:"submitted_at"`
 	StartedAt      *time.Time       `json:"started_at"`
 	FinishedAt     *time.Time       `json:"finished_at"`
@@ -73,7 +74,7 @@ func jobView(j *models.Job, project, user string) jobJSON {
 		ID: j.ID, Name: j.Name, Project: project, User: user, State: j.State, StateReason: j.StateReason,
 		PendingReason: j.PendingReason, Kind: j.Kind, Image: j.ImageRef, PriorityClass: j.PriorityClass,
 		Preemptible: j.Preemptible, Spot: j.Spot, Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec,
-		Retries: j.Retries, Attempt: j.Attempt, ExitCode: j.ExitCode, SubmittedAt: j.SubmittedAt,
+		Retries: j.Retries, Attempt: j.Attempt, ExitCode: j.ExitCode, RerunOf: j.RerunOf, SubmittedAt: j.SubmittedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		Resources: jobs.Resources{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,
@@ -96,7 +97,7 @@ func jobView(j *models.Job, project, user string) jobJSON {
 // reflection, encoding a page of jobs cost more than a tenth of a list request's CPU.
 // Any other is left to encoding/json.
 func appendJobJSON(b []byte, v *jobJSON) ([]byte, error) {
-	if len(v.Command) > 0 || len(v.Env) > 0 || len(v.SecretEnv) > 0 || len(v.Events) > 0 || len(v.Allocations) > 0 {
+	if len(v.Command) > 0 || len(v.Env) > 0 || len(v.SecretEnv) > 0 || len(v.Events) > 0 || len(v.Allocations) > 0 || v.RerunOf != nil {
 		out, err := json.Marshal(v)
 		return append(b, out...), err
 	}

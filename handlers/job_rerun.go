@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,5 +32,5 @@ func (h *Handler) JobRerun(c *gin.Context) {
 		return
 	}
 	// The new job's page says what it re-ran (rerunOf).
-	c.Redirect(http.StatusSeeOther, "/jobs/"+strconv.FormatInt(again.ID, 10)+"?submitted=1&rerun="+strconv.FormatInt(j.ID, 10))
+	h.jobSubmitted(c, again)
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -19,7 +18,6 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/authz"
-	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -74,23 +72,15 @@ func (h *Handler) JobShowPage(c *gin.Context) {
 	render(c, http.StatusOK, templates.JobShow(p, d))
 }
 
-// rerunOf is the job that ?rerun names as the one j re-ran, as JobRerun opens j's
-// page. It is named only when it is of j's project, which the reader may see: the
-// parameter is anyone's to write.
+// rerunOf is the job that j re-ran, zero for a job submitted afresh. A re-run is of
+// its own project's job, which whoever reads j may read.
 func (h *Handler) rerunOf(c *gin.Context, j *models.Job) (templates.JobRef, error) {
-	id, err := strconv.ParseInt(c.Query("rerun"), 10, 64)
-	if err != nil || id <= 0 || id == j.ID {
+	if j.RerunOf == nil {
 		return templates.JobRef{}, nil
 	}
-	old, err := h.jobs.Job(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return templates.JobRef{}, nil
-	}
+	old, err := h.jobs.Job(c.Request.Context(), *j.RerunOf)
 	if err != nil {
-		return templates.JobRef{}, fmt.Errorf("the job %d re-ran: %w", id, err)
-	}
-	if old.ProjectID != j.ProjectID {
-		return templates.JobRef{}, nil
+		return templates.JobRef{}, fmt.Errorf("the job %d re-ran: %w", *j.RerunOf, err)
 	}
 	return templates.JobRef{ID: old.ID, Name: old.Name}, nil
 }

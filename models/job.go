@@ -83,6 +83,7 @@ type Job struct {
 	StateReason      string
 	PendingReason    string // the scheduler's last explanation while queued
 	ExitCode         *int
+	RerunOf          *int64 // the job this one re-ran; nil for one submitted afresh
 	LastCheckpointAt *time.Time
 	SubmittedAt      time.Time
 	StartedAt        *time.Time

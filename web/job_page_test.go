@@ -179,7 +179,7 @@ func TestJobPage(t *testing.T) {
 
 		// Cancelling a running job from its page stops it.
 		res, _ = s.send(ada, "POST", page+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		s.disp.Tick(ctx)
 		// It asks first: the button's post answers a page that asks, and changes nothing.
 		res, body = s.send(ada, "POST", "/jobs/"+again[1]+"/cancel", url.Values{"csrf_token": {token}}.Encode(), nil)

@@ -135,12 +135,9 @@ func jobForm(token string) url.Values {
 
 var locationJob = regexp.MustCompile(`^/jobs/(\d+)\?submitted=1$`)
 
-// locationRerun is where a re-run sends the browser: the new job's page, naming the job it re-ran.
-var locationRerun = regexp.MustCompile(`^/jobs/(\d+)\?submitted=1&rerun=(\d+)$`)
-
-// A re-run's page says what it re-ran, linked, and only a job of its own project: the
-// parameter that names it is anyone's to write. A re-run that cannot run as it was is
-// the form, which says whose re-run it is.
+// A re-run's page says what it re-ran, linked, whenever it is opened, as its timeline,
+// the API and the CLI do; a ?rerun parameter, anyone's to write, names nothing. A re-run
+// that cannot run as it was is the form, which says whose re-run it is.
 func TestRerunSaysWhatItRan(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
@@ -154,16 +151,26 @@ func TestRerunSaysWhatItRan(t *testing.T) {
 			t.Fatalf("submit = %d", res.StatusCode)
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
-		if res.StatusCode != http.StatusSeeOther || again == nil || again[2] != m[1] {
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || again == nil || again[1] == m[1] {
 			t.Fatalf("re-run = %d → %q", res.StatusCode, res.Header.Get("Location"))
 		}
 		said := `<p class="notice" data-testid="rerun-of">Re-run of job <a href="/jobs/` + m[1] + `">train-1 (#` + m[1] + `)</a>.</p>`
-		if _, body := s.send(ada, "GET", res.Header.Get("Location"), "", nil); !strings.Contains(body, said) {
-			t.Errorf("the re-run's page does not say %s", said)
+		for _, path := range []string{res.Header.Get("Location"), "/jobs/" + again[1]} {
+			if _, body := s.send(ada, "GET", path, "", nil); !strings.Contains(body, said) || !strings.Contains(body, "<div>re-run of job "+m[1]+"</div>") {
+				t.Errorf("%s does not say %s, nor its timeline that it re-ran job %s", path, said, m[1])
+			}
 		}
-		if _, body := s.send(ada, "GET", "/jobs/"+again[1], "", nil); strings.Contains(body, `data-testid="rerun-of"`) {
-			t.Error("the job's page opened plainly says it is a re-run")
+		api, _, err := s.id.CreateToken(ctx, userByName(t, st, "ada"), "r", identity.ScopeRead, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + api}
+		for id, want := range map[string]string{again[1]: `"rerun_of":` + m[1] + `,`, m[1]: ""} {
+			_, body := s.send(s.browser(), "GET", "/api/v1/jobs/"+id, "", bearer)
+			if got := strings.Contains(body, `"rerun_of"`); got != (want != "") || !strings.Contains(body, want) {
+				t.Errorf("GET /api/v1/jobs/%s has rerun_of: %v (want %q): %s", id, got, want, body)
+			}
 		}
 		team := &models.Team{Name: "speech"}
 		must(t, st.CreateTeam(ctx, team))
@@ -173,7 +180,7 @@ func TestRerunSaysWhatItRan(t *testing.T) {
 			Replicas: 1, Kind: "batch", PriorityClass: "research"}
 		must(t, st.CreateJob(ctx, hidden, "test"))
 		for _, q := range []string{fmt.Sprint(hidden.ID), "999999", again[1], "x"} {
-			if res, body := s.send(ada, "GET", "/jobs/"+again[1]+"?submitted=1&rerun="+q, "", nil); res.StatusCode != 200 || strings.Contains(body, `data-testid="rerun-of"`) {
+			if res, body := s.send(ada, "GET", "/jobs/"+m[1]+"?submitted=1&rerun="+q, "", nil); res.StatusCode != 200 || strings.Contains(body, `data-testid="rerun-of"`) {
 				t.Errorf("?rerun=%s = %d, names a job: %s", q, res.StatusCode, body)
 			}
 		}
@@ -266,7 +273,7 @@ func TestSubmitJobThroughTheForm(t *testing.T) {
 			t.Fatalf("clone form = %d %s", res.StatusCode, body[strings.Index(body, "<form id"):])
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		if res.StatusCode != http.StatusSeeOther || again == nil || again[1] == m[1] {
 			t.Fatalf("re-run = %d → %q", res.StatusCode, res.Header.Get("Location"))
 		}
@@ -534,7 +541,7 @@ func TestSecretEnvThroughThePages(t *testing.T) {
 			t.Errorf("bob re-runs ada's job with secrets = %d: %s", res.StatusCode, formErrorOf(body))
 		}
 		res, _ = s.send(ada, "POST", "/jobs/"+m[1]+"/rerun", url.Values{"csrf_token": {token}}.Encode(), nil)
-		again := locationRerun.FindStringSubmatch(res.Header.Get("Location"))
+		again := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		if res.StatusCode != http.StatusSeeOther || again == nil {
 			t.Fatalf("ada re-runs = %d", res.StatusCode)
 		}

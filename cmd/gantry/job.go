@@ -43,6 +43,7 @@ type cliJob struct {
 	PriorityClass string     `json:"priority_class"`
 	Attempt       int        `json:"attempt"`
 	ExitCode      *int       `json:"exit_code"`
+	RerunOf       *int64     `json:"rerun_of"`
 	SubmittedAt   time.Time  `json:"submitted_at"`
 	StartedAt     *time.Time `json:"started_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
@@ -436,6 +437,9 @@ func printJob(out io.Writer, j cliJob) error {
 		{"Submitted (UTC)", utc(&j.SubmittedAt)}, {"Started", utc(j.StartedAt)}, {"Finished", utc(j.FinishedAt)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
+	}
+	if j.RerunOf != nil {
+		fmt.Fprintf(w, "Re-run of:\tjob %d\n", *j.RerunOf)
 	}
 	if j.PendingReason != "" {
 		fmt.Fprintf(w, "Waiting because:\t%s\n", j.PendingReason)

@@ -18,3 +18,20 @@ func TestPrintJobNamesTheSignalOfItsExitCode(t *testing.T) {
 		}
 	}
 }
+
+// A re-run says which job it ran again; a job submitted afresh says nothing of it.
+func TestPrintJobSaysWhatAReRunRan(t *testing.T) {
+	old := int64(12)
+	for _, tc := range []struct {
+		rerunOf *int64
+		want    bool
+	}{{&old, true}, {nil, false}} {
+		var out strings.Builder
+		if err := printJob(&out, cliJob{ID: 13, Name: "n", State: "queued", RerunOf: tc.rerunOf}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "Re-run of:"); got != tc.want || tc.want && !strings.Contains(out.String(), "Re-run of:        job 12\n") {
+			t.Errorf("re-run of %v: got\n%s", tc.rerunOf, out.String())
+		}
+	}
+}

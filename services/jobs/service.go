@@ -62,6 +62,7 @@ func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, reru
 	detail := map[string]any{"name": j.Name, "gpus": j.GPUs, "gpu_milli": j.GPUMilli, "replicas": j.Replicas, "priority_class": j.PriorityClass}
 	if rerunOf != nil {
 		detail["rerun_of"] = *rerunOf
+		j.RerunOf = rerunOf
 	}
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.CreateJob(ctx, j, "user:"+user.Username); err != nil {

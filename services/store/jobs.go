@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,9 +25,11 @@ func (s *Store) CreateJob(ctx context.Context, j *models.Job, actor string) erro
 		if err := translate(tx.with(ctx).Create(j).Error); err != nil {
 			return err
 		}
-		return tx.with(ctx).Create(&models.JobEvent{
-			JobID: j.ID, ToState: models.JobQueued, Reason: "submitted", Actor: actor,
-		}).Error
+		ev := &models.JobEvent{JobID: j.ID, ToState: models.JobQueued, Reason: "submitted", Actor: actor}
+		if j.RerunOf != nil {
+			ev.Message = "re-run of job " + strconv.FormatInt(*j.RerunOf, 10)
+		}
+		return tx.with(ctx).Create(ev).Error
 	})
 	if err != nil {
 		return fmt.Errorf("create job %s: %w", j.Name, err)
