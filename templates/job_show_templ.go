@@ -31,7 +31,7 @@ type JobPageData struct {
 	Submitted bool
 	Notice    string
 	Error     string
-	// RerunOf is the job this one re-ran, on the page its re-run opens; zero otherwise.
+	// RerunOf is the job this one re-ran; zero for a job submitted afresh.
 	RerunOf JobRef
 }
 
