@@ -738,6 +738,11 @@ func (s *slurmEnv) writeConf(path string, unreachable bool) {
 			k, _, _ := strings.Cut(l, "=")
 			lines[i] = k + "=1"
 		}
+		// A command retries a refused connection for most of MessageTimeout (5 s: ~4 s
+		// a command); the pool's answer to an unreachable Slurm does not depend on it.
+		if unreachable && strings.HasPrefix(l, "MessageTimeout=") {
+			lines[i] = "MessageTimeout=2"
+		}
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
