@@ -289,6 +289,7 @@ var routeAccess = map[string]string{
 	"GET /api/v1/jobs/:id":                             "jobs:read",
 	"GET /api/v1/jobs/:id/logs":                        "jobs:read",
 	"POST /api/v1/jobs/:id/cancel":                     "jobs:write",
+	"POST /api/v1/jobs/:id/rerun":                      "jobs:write",
 	"POST /api/v1/jobs/:id/hold":                       "jobs:write",
 	"POST /api/v1/jobs/:id/release":                    "jobs:write",
 	"POST /api/v1/jobs/:id/metrics":                    "job-token",

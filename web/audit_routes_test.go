@@ -360,6 +360,10 @@ var mutations = map[string]func(w *world) change{
 		j := w.job(models.JobQueued)
 		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/cancel", j.ID), action: "job.cancelled", object: "job", id: fmt.Sprint(j.ID)}
 	},
+	"POST /api/v1/jobs/:id/rerun": func(w *world) change {
+		j := w.job(models.JobQueued)
+		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/rerun", j.ID), action: "job.submitted", object: "job"}
+	},
 	"POST /api/v1/jobs/:id/hold": func(w *world) change {
 		j := w.job(models.JobQueued)
 		return change{as: models.RoleMember, path: fmt.Sprintf("/api/v1/jobs/%d/hold", j.ID), action: "job.held", object: "job", id: fmt.Sprint(j.ID)}

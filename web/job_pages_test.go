@@ -198,6 +198,36 @@ func TestRerunSaysWhatItRan(t *testing.T) {
 		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `Re-run of job <a href="/jobs/`+secret[1]+`">train-1 (#`+secret[1]+`)</a>. It cannot run again as it was`) {
 			t.Errorf("bob's refused re-run = %d: %s", res.StatusCode, body)
 		}
+
+		// The API re-runs with a token that may write: 201 and the new job; a read
+		// token is refused, and so is bob's re-run of the job with ada's secret, by field.
+		write, _, err := s.id.CreateToken(ctx, userByName(t, st, "ada"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body = s.send(s.browser(), "POST", "/api/v1/jobs/"+m[1]+"/rerun", "", map[string]string{"Authorization": "Bearer " + write})
+		var created struct {
+			ID      int64  `json:"id"`
+			Name    string `json:"name"`
+			State   string `json:"state"`
+			RerunOf *int64 `json:"rerun_of"`
+		}
+		if err := json.Unmarshal([]byte(body), &created); err != nil || res.StatusCode != http.StatusCreated || created.RerunOf == nil ||
+			fmt.Sprint(*created.RerunOf) != m[1] || created.Name != "train-1" || created.State != models.JobQueued {
+			t.Errorf("POST /api/v1/jobs/%s/rerun = %d %s", m[1], res.StatusCode, body)
+		}
+		if res, _ := s.send(s.browser(), "POST", "/api/v1/jobs/"+m[1]+"/rerun", "", bearer); res.StatusCode != http.StatusForbidden {
+			t.Errorf("a re-run with a read token = %d", res.StatusCode)
+		}
+		bobs, _, err := s.id.CreateToken(ctx, userByName(t, st, "bob"), "w", identity.ScopeWrite, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body = s.send(s.browser(), "POST", "/api/v1/jobs/"+secret[1]+"/rerun", "", map[string]string{"Authorization": "Bearer " + bobs})
+		var e errorBody
+		if err := json.Unmarshal([]byte(body), &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Field != "env.HF_TOKEN" {
+			t.Errorf("bob's re-run of a job with ada's secret through the API = %d %s", res.StatusCode, body)
+		}
 	})
 }
 

@@ -170,6 +170,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/jobs/:id", InProjectOfJob(authz.Jobs, authz.Read), h.JobShow},
 		{"GET", "/api/v1/jobs/:id/logs", InProjectOfJob(authz.Jobs, authz.Read), h.JobLogs},
 		{"POST", "/api/v1/jobs/:id/cancel", InProjectOfJob(authz.Jobs, authz.Write), h.JobCancel},
+		{"POST", "/api/v1/jobs/:id/rerun", InProjectOfJob(authz.Jobs, authz.Write), h.JobRerunAPI},
 		{"POST", "/api/v1/jobs/:id/hold", InProjectOfJob(authz.Jobs, authz.Write), h.JobHoldAPI},
 		{"POST", "/api/v1/jobs/:id/release", InProjectOfJob(authz.Jobs, authz.Write), h.JobReleaseAPI},
 		// A running job reports its metrics and checkpoints with its own job token.

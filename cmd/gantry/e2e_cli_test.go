@@ -172,6 +172,18 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if _, stderr, code := u.run("", "job", "cancel", strconv.FormatInt(hello.ID, 10)); code != 1 || !strings.Contains(stderr, "already ended") {
 		t.Fatalf("cancel a finished job: exit %d %q", code, stderr)
 	}
+	// A finished job runs again as it was: a new job that says which it re-ran.
+	again := u.ok("job", "rerun", strconv.FormatInt(hello.ID, 10))
+	m := regexp.MustCompile(`^Job (\d+) \(hello-2\), a re-run of job ` + strconv.FormatInt(hello.ID, 10) + `, is (queued|scheduled|running|succeeded)\.\n$`).FindStringSubmatch(again)
+	if m == nil || m[1] == strconv.FormatInt(hello.ID, 10) {
+		t.Fatalf("rerun: %q", again)
+	}
+	if rerun := u.jobJSON("job", "get", m[1]); rerun.RerunOf == nil || *rerun.RerunOf != hello.ID || rerun.Command[0] != hello.Command[0] {
+		t.Fatalf("the re-run = %+v", rerun)
+	}
+	if _, stderr, code := u.run("", "job", "rerun", "999999"); code != 1 || !strings.Contains(stderr, "there is no job 999999") {
+		t.Fatalf("rerun a missing job: exit %d %q", code, stderr)
+	}
 	if out := u.ok("images", "ls"); !strings.Contains(out, "plain-command") || !strings.HasPrefix(out, "NAME") {
 		t.Fatalf("images ls: %q", out)
 	}

@@ -23,9 +23,9 @@ import (
 func newJobCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job",
-		Short: "Submit, list, follow, hold, release and cancel jobs on a Gantry server (after gantry login)",
+		Short: "Submit, list, follow, hold, release, cancel and re-run jobs on a Gantry server (after gantry login)",
 	}
-	cmd.AddCommand(newJobSubmitCmd(), newJobLsCmd(), newJobGetCmd(), newJobLogsCmd(), newJobCancelCmd(), newJobHoldCmd(), newJobReleaseCmd())
+	cmd.AddCommand(newJobSubmitCmd(), newJobLsCmd(), newJobGetCmd(), newJobLogsCmd(), newJobCancelCmd(), newJobHoldCmd(), newJobReleaseCmd(), newJobRerunCmd())
 	return cmd
 }
 
@@ -527,8 +527,12 @@ func newJobReleaseCmd() *cobra.Command {
 	return newJobActionCmd("release", "Queue a held job again; it resumes from its checkpoint if it saved one")
 }
 
+func newJobRerunCmd() *cobra.Command {
+	return newJobActionCmd("rerun", "Submit a job again as it was; the new job says which it re-ran")
+}
+
 // newJobActionCmd is a job verb that POSTs to /api/v1/jobs/ID/verb and says the
-// state the job is in after it.
+// state the job it answers is in after it (for rerun, the new job).
 func newJobActionCmd(verb, short string) *cobra.Command {
 	var o clientOpts
 	cmd := &cobra.Command{
@@ -554,6 +558,10 @@ func newJobActionCmd(verb, short string) *cobra.Command {
 			var j cliJob
 			if err := json.Unmarshal(raw, &j); err != nil {
 				return fmt.Errorf("read the answer: %w", err)
+			}
+			if j.RerunOf != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Job %d (%s), a re-run of job %d, is %s.\n", j.ID, j.Name, *j.RerunOf, j.State)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Job %d (%s) is %s.\n", j.ID, j.Name, j.State)
 			return nil
