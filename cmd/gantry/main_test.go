@@ -140,7 +140,7 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		{"unknown flag", nil, []string{"serve", "--no-such-flag"}, 2, "unknown flag: --no-such-flag"},
 		{"stray argument", nil, []string{"migrate", "now"}, 2, `unexpected argument "now"`},
 		{"unknown command", nil, []string{"sevre"}, 2, `"sevre" is not a command of gantry: one of `},
-		{"unknown subcommand", nil, []string{"job", "list"}, 2, `"list" is not a command of gantry job: one of cancel, get, hold, logs, ls, release, submit`},
+		{"unknown subcommand", nil, []string{"job", "list"}, 2, `"list" is not a command of gantry job: one of cancel, get, hold, logs, ls, release, rerun, submit`},
 		{"unknown subcommand two deep", nil, []string{"admin", "token", "make"}, 2, `"make" is not a command of gantry admin token`},
 		{"a number that is not", nil, []string{"job", "submit", "--gpus", "two"}, 2, `--gpus "two": want a whole number`},
 		{"a number too large", nil, []string{"job", "submit", "--gpus", "99999999999999999999"}, 2, `--gpus "99999999999999999999": want a whole number of sensible size`},
