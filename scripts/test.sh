@@ -49,7 +49,6 @@ echo "podman${GANTRY_REQUIRE_DOCKER:+ and docker} run the agent's container test
 echo "== go test -race"
 # go test runs packages in the order given, two at a time on two cores: the longest
 # start first, so that the browser tests run beside the Slurm tests instead of after them.
-first="services/dispatch web cmd/gantry"
-module=$(go list -m)
-pkgs=$(for p in $first; do echo "$module/$p"; done; go list ./... | grep -vxF "$(for p in $first; do echo "$module/$p"; done)")
+first=$(printf "$(go list -m)/%s\n" services/dispatch web cmd/gantry)
+pkgs=$(echo "$first"; go list ./... | grep -vxF "$first")
 go test -race -count=1 -timeout 25m $pkgs "$@"
