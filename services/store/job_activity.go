@@ -39,8 +39,8 @@ type jobActivityKey struct{}
 
 // jobActivitySQL is JobActivity's statement, written once per Store. Each row is one
 // allocation (or a single row of NULLs where there is none), with the job's last
-// event, its last charge and the watermark alongside, as one JSON array: one text
-// column, which the SQLite driver reads for less than twelve.
+// event, its last charge, the watermark and whether any rate is set alongside, as one
+// JSON array: one text column, which the SQLite driver reads for less than twelve.
 func (s *Store) jobActivitySQL() string {
 	if q, ok := s.sqlTexts.Load(jobActivityKey{}); ok {
 		return q.(string)
@@ -52,6 +52,7 @@ func (s *Store) jobActivitySQL() string {
 	cols := "(SELECT COALESCE(MAX(id), 0) FROM job_events WHERE job_id = " + p(1) + "), " +
 		"(SELECT COALESCE(MAX(id), 0) FROM ledger_entries WHERE job_id = " + p(2) + "), " +
 		"(SELECT value FROM settings WHERE key = " + p(3) + "), " +
+		"EXISTS (SELECT 1 FROM cost_rates), " +
 		"a.attempt, a.replica, a.node_id, a.devices, a.state, a.stop_reason, a.exit_code, a.started_at, a.ended_at"
 	q := "SELECT " + fmt.Sprintf(list, cols) + " FROM (SELECT 1 AS one) o LEFT JOIN allocations a ON a.job_id = " + p(4) +
 		" ORDER BY a.attempt, a.replica"

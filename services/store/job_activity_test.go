@@ -12,7 +12,8 @@ import (
 
 // A job's activity changes with each thing its page shows beyond the job's row: an
 // event, an allocation (placed, started, stopping, moved, ended), a charge, the metering
-// watermark; and with nothing else, another job's doings included.
+// watermark, the first cost rate set and the last deleted; and with nothing else,
+// another job's doings and the rates between the first and the last included.
 func TestJobActivity(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -102,6 +103,14 @@ func TestJobActivity(t *testing.T) {
 				return tx.SetMeteredUntil(ctx, start.Truncate(time.Minute))
 			})
 		})
+		rate := func(resource string) *models.CostRate {
+			return &models.CostRate{Resource: resource, Unit: "gpu-hour", RateMicros: 1_000_000, EffectiveFrom: start.Add(time.Hour)}
+		}
+		first, second := rate("gpu"), rate("cpu")
+		step("the first cost rate", true, func() error { return s.CreateCostRate(ctx, first) })
+		step("a second cost rate", false, func() error { return s.CreateCostRate(ctx, second) })
+		step("one of two rates deleted", false, func() error { return s.DeleteCostRate(ctx, second.ID, start) })
+		step("the last rate deleted", true, func() error { return s.DeleteCostRate(ctx, first.ID, start) })
 		step("nothing again", false, nothing)
 	})
 }
