@@ -38,11 +38,7 @@ func newAdminCmd(g *globalOpts) *cobra.Command {
 
 // offline opens the database and an identity service acting as the person at the console.
 func offline(cmd *cobra.Command, g *globalOpts, db *dbOpts) (context.Context, *store.Store, *identity.Service, error) {
-	log, err := g.newLogger(cmd.ErrOrStderr())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, err := db.openStore(cmd.Context(), log)
+	st, err := db.open(cmd, g)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -46,12 +46,8 @@ reordered, or that an anchor names and the log no longer holds as it was.`,
 			if err != nil {
 				return err
 			}
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -120,12 +116,8 @@ func newAuditExportCmd(g *globalOpts) *cobra.Command {
 		Short: "Write audit events as JSON Lines (one event per line, oldest first) for a SIEM",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}

@@ -33,6 +33,17 @@ func (o *dbOpts) config() (store.Config, error) {
 	return store.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, MaxConns: o.maxConns}, nil
 }
 
+// open opens and migrates the database named by the flags, logging through the
+// logger of the global flags: what every subcommand that only reads or writes the
+// database starts with.
+func (o *dbOpts) open(cmd *cobra.Command, g *globalOpts) (*store.Store, error) {
+	log, err := g.newLogger(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	return o.openStore(cmd.Context(), log)
+}
+
 // openStore opens and migrates the database named by the flags.
 func (o *dbOpts) openStore(ctx context.Context, log *slog.Logger) (*store.Store, error) {
 	cfg, err := o.config()

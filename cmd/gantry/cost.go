@@ -137,12 +137,8 @@ Anyone else asks a server: gantry cost show.
 			if format != "table" && format != "csv" {
 				return usageError{fmt.Errorf("--format %q: want table or csv", format)}
 			}
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}

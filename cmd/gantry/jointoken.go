@@ -44,12 +44,8 @@ func newJoinTokenCreateCmd(g *globalOpts) *cobra.Command {
 		Short: "Create a join token and print it (it is shown only once)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := audit.WithActor(cmd.Context(), cliActor())
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -94,11 +90,7 @@ func newJoinTokenListCmd(g *globalOpts) *cobra.Command {
 		Short: "List join tokens",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			st, err := db.openStore(cmd.Context(), log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -140,12 +132,8 @@ func newJoinTokenRevokeCmd(g *globalOpts) *cobra.Command {
 		Short: "Revoke the join tokens called NAME (nodes that joined keep their credentials)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := audit.WithActor(cmd.Context(), cliActor())
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}

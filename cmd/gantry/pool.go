@@ -73,12 +73,8 @@ Every pool is checked before any is written; the first wrong field is named.`,
 					return poolError(args[0], i, s.Name, err)
 				}
 			}
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			ctx := audit.WithActor(cmd.Context(), cliActor())
-			st, err := db.openStore(ctx, log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -117,11 +113,7 @@ func newPoolListCmd(g *globalOpts) *cobra.Command {
 		Short: "List pools with their nodes",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.newLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			st, err := db.openStore(cmd.Context(), log)
+			st, err := db.open(cmd, g)
 			if err != nil {
 				return err
 			}
