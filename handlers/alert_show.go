@@ -101,8 +101,12 @@ func (h *Handler) describeAlert(ctx context.Context, a models.Alert, deliveries 
 		}
 	}
 	slices.Sort(keys)
+	cur, err := h.cost.Currency(ctx)
+	if err != nil {
+		return templates.AlertData{}, err
+	}
 	for _, k := range keys {
-		d.Evidence = append(d.Evidence, templates.EvidenceLine{Key: k, Value: evidenceValue(k, ev[k])})
+		d.Evidence = append(d.Evidence, templates.EvidenceLine{Key: k, Value: evidenceValue(k, ev[k], cur)})
 	}
 	if a.AckedAt != nil {
 		d.Acked = a.AckedAt.UTC().Format(dayMinute)

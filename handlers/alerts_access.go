@@ -188,10 +188,11 @@ func (v costViewer) manages(sub alertSubject) bool {
 	return false
 }
 
-// evidenceValue writes one evidence value for people: amounts in micro-units as money.
-func evidenceValue(key string, v any) string {
+// evidenceValue writes one evidence value for people: amounts in micro-units as money
+// in currency.
+func evidenceValue(key string, v any, currency string) string {
 	if n, ok := v.(float64); ok && len(key) > 7 && key[len(key)-7:] == "_micros" {
-		return accounting.FormatMoney(int64(n))
+		return accounting.FormatAmount(int64(n), currency)
 	}
 	return fmt.Sprint(v)
 }

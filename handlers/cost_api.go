@@ -22,6 +22,7 @@ type apiCost struct {
 	// auditors); otherwise it covers Projects, the projects where the caller reads cost.
 	All         bool          `json:"all"`
 	Projects    []string      `json:"projects"`
+	Currency    string        `json:"currency"` // the ISO 4217 code of every amount
 	TotalMicros int64         `json:"total_micros"`
 	Total       string        `json:"total"`
 	Rows        []apiCostLine `json:"rows"`
@@ -53,6 +54,10 @@ func (h *Handler) CostAPIShow(c *gin.Context) {
 		All: v.all, Projects: append([]string{}, v.names...), Rows: make([]apiCostLine, 0, len(rows))}
 	if v.filter.Resource != "" {
 		out.Unit = accounting.QuantityUnit(v.filter.Resource)
+	}
+	if out.Currency, err = h.cost.Currency(c.Request.Context()); err != nil {
+		h.serverError(c, err)
+		return
 	}
 	for _, r := range rows {
 		line := apiCostLine{Key: r.Key, Label: r.Label, AmountMicros: r.AmountMicros, Amount: accounting.FormatMicros(r.AmountMicros)}

@@ -31,6 +31,10 @@ func (h *Handler) renderBudgets(c *gin.Context, status int, d templates.CostBudg
 		h.serverError(c, err)
 		return
 	}
+	if d.Currency, err = h.cost.Currency(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	names, err := h.budgetOwners(ctx)
 	if err != nil {
 		h.serverError(c, err)

@@ -21,10 +21,15 @@ func (h *Handler) CostExport(c *gin.Context) {
 	}) {
 		return
 	}
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", `attachment; filename="gantry-cost-`+v.filter.By+"-"+v.filter.From+"-"+v.filter.To+`.csv"`)
 	c.Status(http.StatusOK)
-	if err := accounting.WriteCSV(c.Writer, v.query, rows); err != nil {
+	if err := accounting.WriteCSV(c.Writer, v.query, rows, cur); err != nil {
 		c.Error(err)
 	}
 }

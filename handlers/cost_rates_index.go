@@ -13,8 +13,8 @@ import (
 	"github.com/gantry-gpu/gantry/templates"
 )
 
-// CostRatesIndex is the rate card: every rate with whether it is in effect, and the
-// admin's form to add one.
+// CostRatesIndex is the rate card: the currency, every rate with whether it is in
+// effect, and the admin's forms to name the currency and add a rate.
 func (h *Handler) CostRatesIndex(c *gin.Context) {
 	d := templates.CostRatesData{Flash: templates.CostAdminFlash{Notice: c.Query("notice")}, Form: defaultRateForm()}
 	h.renderRates(c, http.StatusOK, d)
@@ -40,6 +40,13 @@ func (h *Handler) renderRates(c *gin.Context, status int, d templates.CostRatesD
 	if err != nil {
 		h.serverError(c, err)
 		return
+	}
+	if d.Currency, err = h.cost.Currency(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if d.CurrencyForm == "" {
+		d.CurrencyForm = d.Currency
 	}
 	metered, ok, err := h.cost.MeteredUntil(ctx)
 	if err != nil {

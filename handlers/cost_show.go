@@ -51,6 +51,10 @@ func (h *Handler) CostShow(c *gin.Context) {
 		return
 	}
 	d.NoRates, d.CanSetRates = len(rates) == 0, canAdmin(c)
+	if d.Currency, err = acc.Currency(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if v.none() {
 		render(c, http.StatusOK, templates.Cost(h.page(c, "Cost", "cost"), d))
 		return
@@ -60,6 +64,7 @@ func (h *Handler) CostShow(c *gin.Context) {
 		return
 	}
 	d.Chart, d.Table = costChartAndTable(v.query, rows)
+	d.Table.Unit = d.Currency
 	d.CSVHref = "/cost.csv?" + costParams(v.filter)
 	top := v.query
 	top.Bucket, top.Limit, top.ChargedOnly = "", 10, true
@@ -71,7 +76,7 @@ func (h *Handler) CostShow(c *gin.Context) {
 			return
 		}
 		for _, l := range lines {
-			*dst = append(*dst, templates.CostLine{Label: l.Label, Amount: accounting.FormatMoney(l.AmountMicros)})
+			*dst = append(*dst, templates.CostLine{Label: l.Label, Amount: accounting.FormatAmount(l.AmountMicros, d.Currency)})
 		}
 	}
 	if err := h.costPanels(c, v, &d); err != nil {
@@ -133,7 +138,7 @@ func costChartAndTable(q accounting.Query, rows []accounting.Row) (templates.Cos
 		}
 		amounts[index[name]][column(r.Label)] += r.AmountMicros
 	}
-	t := templates.CostTable{Series: series, Unit: "currency units", Heading: strings.ToUpper(q.Bucket[:1]) + q.Bucket[1:]}
+	t := templates.CostTable{Series: series, Heading: strings.ToUpper(q.Bucket[:1]) + q.Bucket[1:]}
 	colTotals := make([]int64, len(series))
 	for b, name := range buckets {
 		row := templates.CostRow{Bucket: name}

@@ -141,6 +141,9 @@ func (h *Handler) homeTeams(ctx context.Context, userID int64, d *templates.Home
 	if err != nil {
 		return nil, nil, err
 	}
+	if d.Currency, err = h.cost.Currency(ctx); err != nil {
+		return nil, nil, err
+	}
 	rows, free, err := h.quotas.Overview(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -255,7 +255,11 @@ func (h *Handler) previewForm(ctx context.Context, user *models.User, d *templat
 	if err != nil {
 		return pv, err
 	}
-	d.Preview = previewView(pv, spec.ExpectedRunSec)
+	cur, err := h.cost.Currency(ctx)
+	if err != nil {
+		return pv, err
+	}
+	d.Preview = previewView(pv, spec.ExpectedRunSec, cur)
 	if pv.Invalid != nil {
 		d.Preview.Missing = stillToFill(d.Form, pv.Invalid)
 		if d.Preview.Missing == "" {
@@ -281,8 +285,8 @@ func stillToFill(f templates.JobForm, fe *models.FieldError) string {
 	return ""
 }
 
-// previewView is the preview as the page shows it.
-func previewView(pv jobs.Preview, expectedSec int64) templates.JobPreview {
+// previewView is the preview as the page shows it, its amounts in currency.
+func previewView(pv jobs.Preview, expectedSec int64, currency string) templates.JobPreview {
 	v := templates.JobPreview{NoScheduler: pv.Placement == nil, Uncertified: pv.Uncertified}
 	if pl := pv.Placement; pl != nil {
 		v.Placed, v.Where, v.Reason, v.Queued, v.Preempts = pl.Placed, pl.Where, pl.Reason, pl.Queued, pl.Preempts
@@ -290,9 +294,9 @@ func previewView(pv jobs.Preview, expectedSec int64) templates.JobPreview {
 	var unpriced []string
 	priced := false
 	for _, c := range pv.Costs {
-		o := templates.CostOption{Model: c.GPUModel, PerHour: accounting.FormatMoney(c.PerHourMicros)}
+		o := templates.CostOption{Model: c.GPUModel, PerHour: accounting.FormatAmount(c.PerHourMicros, currency)}
 		if expectedSec > 0 {
-			o.ForRun = "≈ " + accounting.FormatMoney(c.PerHourMicros*expectedSec/3600) + " for the expected " + shortDuration(time.Duration(expectedSec)*time.Second)
+			o.ForRun = "≈ " + accounting.FormatAmount(c.PerHourMicros*expectedSec/3600, currency) + " for the expected " + shortDuration(time.Duration(expectedSec)*time.Second)
 		}
 		priced = priced || c.PerHourMicros > 0
 		v.Costs = append(v.Costs, o)

@@ -332,13 +332,17 @@ func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time, can
 	if err != nil {
 		return templates.JobCostView{}, err
 	}
+	cur, err := h.cost.Currency(ctx)
+	if err != nil {
+		return templates.JobCostView{}, err
+	}
 	var v templates.JobCostView
 	var total int64
 	for _, r := range rows {
 		total += r.AmountMicros
-		v.Lines = append(v.Lines, templates.CostLine{Label: r.Label, Amount: accounting.FormatMoney(r.AmountMicros)})
+		v.Lines = append(v.Lines, templates.CostLine{Label: r.Label, Amount: accounting.FormatAmount(r.AmountMicros, cur)})
 	}
-	v.Total = accounting.FormatMoney(total)
+	v.Total = accounting.FormatAmount(total, cur)
 	if total == 0 {
 		rates, err := h.store.CostRates(ctx)
 		if err != nil {

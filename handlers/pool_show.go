@@ -62,7 +62,12 @@ func (h *Handler) PoolShow(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	page := templates.PoolData{Pool: poolRow(d.Summary), DrainStops: d.Pool.DrainStopsJobs, Window: window, Windows: []string{"24h", "7d", "30d"},
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	page := templates.PoolData{Pool: poolRow(d.Summary, cur), DrainStops: d.Pool.DrainStopsJobs, Window: window, Windows: []string{"24h", "7d", "30d"},
 		IdleTimeout: "the server's --pool-idle-timeout", ShowRemoved: showRemoved, Notice: c.Query("notice")}
 	if d.Pool.IdleTimeoutSec > 0 {
 		page.IdleTimeout = (time.Duration(d.Pool.IdleTimeoutSec) * time.Second).String()
@@ -164,8 +169,8 @@ func orAny(model string) string {
 	return model
 }
 
-// poolRow is a pool's summary in words.
-func poolRow(s pools.Summary) templates.PoolRow {
+// poolRow is a pool's summary in words, its price in currency.
+func poolRow(s pools.Summary, currency string) templates.PoolRow {
 	p, t := s.Pool, s.Template
 	r := templates.PoolRow{Name: p.Name, Provider: p.Provider, Capacity: p.CapacityType, Region: p.Region, Zone: p.Zone, SpotOnly: p.SpotOnly,
 		Min: p.MinNodes, Max: p.MaxNodes, InService: s.InService, Booting: s.Booting, Retiring: s.Retiring,
@@ -181,7 +186,7 @@ func poolRow(s pools.Summary) templates.PoolRow {
 	}
 	switch {
 	case s.PriceMicros > 0:
-		r.Price = accounting.FormatMoney(s.PriceMicros) + " a node-hour"
+		r.Price = accounting.FormatAmount(s.PriceMicros, currency) + " a node-hour"
 	case p.CapacityType == models.CapacityOwned:
 		r.Price = "owned: no rate"
 	default:

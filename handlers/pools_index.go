@@ -17,9 +17,14 @@ func (h *Handler) PoolsIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	d := templates.PoolsData{}
 	for _, s := range list {
-		d.Pools = append(d.Pools, poolRow(s))
+		d.Pools = append(d.Pools, poolRow(s, cur))
 	}
 	render(c, http.StatusOK, templates.Pools(h.page(c, "Node pools", "admin"), d))
 }

@@ -38,10 +38,15 @@ func (h *Handler) renderQuotas(c *gin.Context, status int, d templates.QuotasDat
 		h.serverError(c, err)
 		return
 	}
+	cur, err := h.cost.Currency(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	budgetOf := map[int64]string{}
 	for _, b := range budgets {
 		if b.TeamID != nil {
-			budgetOf[*b.TeamID] = accounting.FormatMoney(b.AmountMicros)
+			budgetOf[*b.TeamID] = accounting.FormatAmount(b.AmountMicros, cur)
 		}
 	}
 	limited := map[string]bool{}

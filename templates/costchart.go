@@ -9,7 +9,7 @@ import (
 var chartPalette = []string{"#2563eb", "#d97706", "#059669", "#dc2626", "#7c3aed", "#0891b2", "#6b7280"}
 
 // CostChart is a stacked bar chart drawn as SVG on the server: one bar per time
-// bucket, one colour per series, axes labelled in currency units.
+// bucket, one colour per series, the axis in the currency's units.
 type CostChart struct {
 	Width, Height int
 	Bars          []ChartBar

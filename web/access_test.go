@@ -237,6 +237,7 @@ var routeAccess = map[string]string{
 	"GET /admin/cost/rates":                            "platform:read",
 	"POST /admin/cost/rates":                           "platform:write",
 	"POST /admin/cost/rates/:id/delete":                "platform:write",
+	"POST /admin/cost/currency":                        "platform:write",
 	"GET /admin/cost/budgets":                          "platform:read",
 	"POST /admin/cost/budgets":                         "platform:write",
 	"POST /admin/cost/budgets/:id":                     "platform:write",

@@ -157,7 +157,7 @@ func TestAlertsPages(t *testing.T) {
 		// The dry run says what it would have done, with the evidence in money.
 		res, body := s.send(bob, "GET", "/alerts/"+ids["budget"], "", nil)
 		for _, want := range []string{"Dry run: hold would have changed 1 job(s); nothing was changed", "speech-sweep (#" + fmt.Sprint(queued["speech"].ID) + ")",
-			"<th scope=\"row\">budget_micros</th><td class=\"num\">20.00</td>", "budget of project speech"} {
+			"<th scope=\"row\">budget_micros</th><td class=\"num\">20.00 USD</td>", "budget of project speech"} {
 			if res.StatusCode != http.StatusOK || !strings.Contains(body, want) {
 				t.Errorf("budget alert for bob lacks %q", want)
 			}
@@ -203,8 +203,8 @@ func TestAlertsPages(t *testing.T) {
 
 		vision := "/alerts/" + ids["vision"]
 		_, body = s.send(lena, "GET", vision, "", nil)
-		for _, want := range []string{"Action: hold changed 1 job(s)", "track-sweep", "<th scope=\"row\">today_micros</th><td class=\"num\">30.00</td>",
-			"<th scope=\"row\">mean_daily_micros</th><td class=\"num\">10.00</td>", "Revert this action", "Acknowledge: I am on it"} {
+		for _, want := range []string{"Action: hold changed 1 job(s)", "track-sweep", "<th scope=\"row\">today_micros</th><td class=\"num\">30.00 USD</td>",
+			"<th scope=\"row\">mean_daily_micros</th><td class=\"num\">10.00 USD</td>", "Revert this action", "Acknowledge: I am on it"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("vision's alert for its lead lacks %q", want)
 			}

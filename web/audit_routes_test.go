@@ -75,6 +75,10 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: "/admin/cost/rates", form: url.Values{"resource": {"gpu"}, "gpu_model": {"A100-80GB"}, "rate": {"2.5"}, "effective_from": {"2026-01-01T00:00"}},
 			action: "cost_rate.created", object: "cost_rate"}
 	},
+	"POST /admin/cost/currency": func(w *world) change {
+		return change{as: models.RoleAdmin, path: "/admin/cost/currency", form: url.Values{"currency": {"EUR"}},
+			action: "cost.currency_set", object: "setting", id: "cost.currency"}
+	},
 	"POST /admin/cost/rates/:id/delete": func(w *world) change {
 		r := &models.CostRate{Resource: models.ResourceCPU, Unit: "core-hour", RateMicros: 10_000, EffectiveFrom: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 		w.must(w.st.CreateCostRate(w.ctx, r))

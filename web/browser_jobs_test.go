@@ -130,7 +130,7 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "[data-testid=preview-start]", "Yes: it would start now on node browser-node", 15*time.Second)
 	// A quarter of an A100 at 3.20, 2 cores at 0.04 and 8 GiB at 0.005 an hour.
-	waitText(t, ctx, "[data-testid=preview-cost]", "0.92 per hour on A100-80GB", time.Second)
+	waitText(t, ctx, "[data-testid=preview-cost]", "0.92 USD per hour on A100-80GB", time.Second)
 	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestJobsInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
+	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 USD for the expected 2h", 15*time.Second)
 	browsertest.Screenshot(t, ctx, "job-new")
 	// Saved as a template from the keyboard (Enter in its name saves, it does not submit),
 	// then used from the form's list in one click, and submitted from there.
@@ -200,7 +200,7 @@ func TestJobsInBrowser(t *testing.T) {
 			t.Fatalf("the form from the template holds %q in %s, want %q (%v)", got, sel, want, err)
 		}
 	}
-	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 for the expected 2h", 15*time.Second)
+	waitText(t, ctx, "[data-testid=preview-cost]", "≈ 1.84 USD for the expected 2h", 15*time.Second)
 	if err := chromedp.Do(ctx, browsertest.Loads(chromedp.Click("#submit-job")), chromedp.WaitVisible("[data-testid=state]")); err != nil {
 		t.Fatal(err)
 	}

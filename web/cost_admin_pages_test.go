@@ -117,7 +117,7 @@ func TestCostRatesPage(t *testing.T) {
 			t.Fatalf("rates = %+v, %v", rates, err)
 		}
 		_, body := s.send(admin, "GET", page, "", nil)
-		for _, want := range []string{"2.500000 per gpu-hour", "badge-rate-in-effect", "3.125000 per gpu-hour", "badge-rate-scheduled"} {
+		for _, want := range []string{"2.500000 USD per gpu-hour", "badge-rate-in-effect", "3.125000 USD per gpu-hour", "badge-rate-scheduled"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("rate card lacks %q", want)
 			}
@@ -135,13 +135,67 @@ func TestCostRatesPage(t *testing.T) {
 		if res, _ := s.send(admin, "POST", "/admin/cost/rates/999/delete", "csrf_token="+s.csrf(admin, page), nil); res.StatusCode != http.StatusNotFound {
 			t.Errorf("withdraw a missing rate = %d", res.StatusCode)
 		}
-		if res, body := s.send(auditor, "GET", page, "", nil); res.StatusCode != 200 || !strings.Contains(body, "2.500000 per gpu-hour") || strings.Contains(body, "Add a rate") {
+		if res, body := s.send(auditor, "GET", page, "", nil); res.StatusCode != 200 || !strings.Contains(body, "2.500000 USD per gpu-hour") || strings.Contains(body, "Add a rate") {
 			t.Errorf("auditor's rate card = %d; want the rates without the form", res.StatusCode)
 		}
 		if res, _ := s.send(ada, "GET", page, "", nil); res.StatusCode != http.StatusForbidden {
 			t.Errorf("a member's rate card = %d, want 403", res.StatusCode)
 		}
 		if got := strings.Join(s.audited("cost_rate."), " "); got != "cost_rate.created:admin cost_rate.created:admin cost_rate.deleted:admin" {
+			t.Errorf("audited %q", got)
+		}
+	})
+}
+
+// The currency through the rates page: USD until an admin names another; a bad code
+// names the field and changes nothing; the change is audited and every page that
+// shows money says the new code; auditors see it without the form, members are refused.
+func TestCostCurrencyPage(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		admin := s.signIn("admin", s.password)
+		ada, _ := s.member("ada")
+		auditor, auditorUser := s.member("audrey")
+		if err := s.az.SetGlobalRoles(context.Background(), auditorUser, false, true); err != nil {
+			t.Fatal(err)
+		}
+		page := "/admin/cost/rates"
+		if _, body := s.send(admin, "GET", page, "", nil); !strings.Contains(body, `<strong data-testid="currency">USD</strong>`) ||
+			!strings.Contains(body, `name="currency" value="USD"`) {
+			t.Fatalf("rates page before any currency is named: %s", body)
+		}
+		for _, bad := range []string{"EURO", "XYZ", ""} {
+			status, _, body := s.post(admin, page, "/admin/cost/currency", url.Values{"currency": {bad}})
+			if m := invalidField.FindStringSubmatch(body); status != http.StatusBadRequest || m == nil || m[1] != "currency" ||
+				!strings.Contains(body, "is not an ISO 4217 currency code") {
+				t.Errorf("currency %q = %d, invalid field %v; want 400 on currency", bad, status, m)
+			}
+		}
+		if got := s.audited("cost.currency"); len(got) != 0 {
+			t.Errorf("refused codes audited %v", got)
+		}
+		status, notice, _ := s.post(admin, page, "/admin/cost/currency", url.Values{"currency": {"eur"}})
+		if status != http.StatusSeeOther || notice != "Amounts are now in EUR." {
+			t.Fatalf("name EUR = %d %q", status, notice)
+		}
+		if status, _, _ := s.post(admin, page, page, url.Values{"resource": {"gpu"}, "rate": {"2.5"}, "effective_from": {"2026-01-01T00:00"}}); status != http.StatusSeeOther {
+			t.Fatalf("add a rate = %d", status)
+		}
+		if _, body := s.send(auditor, "GET", page, "", nil); !strings.Contains(body, `<strong data-testid="currency">EUR</strong>`) ||
+			!strings.Contains(body, "2.500000 EUR per gpu-hour") || strings.Contains(body, `action="/admin/cost/currency"`) {
+			t.Errorf("auditor's rates page after EUR: %s", body)
+		}
+		if status, _, _ := s.post(auditor, page, "/admin/cost/currency", url.Values{"currency": {"GBP"}}); status != http.StatusForbidden {
+			t.Errorf("an auditor naming a currency = %d, want 403", status)
+		}
+		if status, _, _ := s.post(ada, "/", "/admin/cost/currency", url.Values{"currency": {"GBP"}}); status != http.StatusForbidden {
+			t.Errorf("a member naming a currency = %d, want 403", status)
+		}
+		if _, body := s.send(admin, "GET", "/admin/cost/budgets", "", nil); !strings.Contains(body, "Amount a month (EUR)") {
+			t.Errorf("budgets page does not say EUR")
+		}
+		if got := strings.Join(s.audited("cost.currency"), " "); got != "cost.currency_set:admin" {
 			t.Errorf("audited %q", got)
 		}
 	})

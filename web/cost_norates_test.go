@@ -52,7 +52,7 @@ func TestPagesSayNoCostRatesAreSet(t *testing.T) {
 				t.Errorf("%s still says no rates are set once one is", path)
 			}
 		}
-		if _, body := s.send(ada, "GET", page, "", nil); !strings.Contains(body, `<p class="figure" data-testid="cost">0.00</p>`) {
+		if _, body := s.send(ada, "GET", page, "", nil); !strings.Contains(body, `<p class="figure" data-testid="cost">0.00 USD</p>`) {
 			t.Errorf("the job's cost so far is not shown once a rate is set: %s", body)
 		}
 	})

@@ -28,7 +28,7 @@ func TestHomePage(t *testing.T) {
 		ada := s.user("ada", "default", models.RoleMember)
 		if _, body := s.send(ada, "GET", "/", "", nil); !strings.Contains(body, "You have no jobs yet. <a href=\"/jobs/new\">Submit your first job</a>") ||
 			!strings.Contains(body, "No GPU quota: the team uses what is free.") ||
-			!strings.Contains(body, "No cost rates are set, so nothing is charged. An admin sets them.") || strings.Contains(body, "currency units") {
+			!strings.Contains(body, "No cost rates are set, so nothing is charged. An admin sets them.") || strings.Contains(body, "Spent this month") {
 			t.Fatalf("home of a new member, no rates set: %s", body)
 		}
 		// An admin in the team is told where to set them.
@@ -74,7 +74,7 @@ func TestHomePage(t *testing.T) {
 		_, body := s.send(ada, "GET", "/", "", nil)
 		for _, want := range []string{
 			`data-testid="active"`, "train-1", "◷ queued", "the cluster has no nodes",
-			`data-testid="team-spend">3.00</strong> currency units<`, "Budget 5000.00; forecast ", " (currency units)", "any model: 0 of 2 GPUs in use",
+			`data-testid="team-spend">3.00</strong> USD<`, "Budget 5000.00; forecast ", " (USD)", "any model: 0 of 2 GPUs in use",
 			"team default spent 3.00 today, 300% of its mean", "Your feedback was answered", `href="/feedback/1"`,
 		} {
 			if !strings.Contains(body, want) {

@@ -373,8 +373,8 @@ func TestSubmitFormPreview(t *testing.T) {
 		}
 		f = jobForm("")
 		p := preview(f)
-		if !strings.Contains(p, "Yes: it would start now on node gpu-l: 0.25 of one L4-24GB") || !strings.Contains(p, "<strong>0.20</strong> per hour") ||
-			!strings.Contains(p, "≈ 0.30 for the expected 1h30m") || !strings.Contains(p, "Without a rate, not counted: cpu, ram") {
+		if !strings.Contains(p, "Yes: it would start now on node gpu-l: 0.25 of one L4-24GB") || !strings.Contains(p, "<strong>0.20 USD</strong> per hour") ||
+			!strings.Contains(p, "≈ 0.30 USD for the expected 1h30m") || !strings.Contains(p, "Without a rate, not counted: cpu, ram") {
 			t.Fatalf("preview with a node and a rate: %s", p)
 		}
 		f.Set("gpus", "2")

@@ -54,7 +54,7 @@ func TestPoolPages(t *testing.T) {
 		}
 
 		res, body = s.send(admin, "GET", "/admin/pools", "", nil)
-		if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-pool="l4-spot"`) || !strings.Contains(body, "0.25 a node-hour") ||
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-pool="l4-spot"`) || !strings.Contains(body, "0.25 USD a node-hour") ||
 			!strings.Contains(body, "decision 54") || !strings.Contains(body, "eu-west-1") {
 			t.Fatalf("pools page = %d", res.StatusCode)
 		}

@@ -57,6 +57,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/admin/cost/rates", Global(authz.Platform, authz.Read), h.CostRatesIndex},
 		{"POST", "/admin/cost/rates", Global(authz.Platform, authz.Write), h.CostRateCreate},
 		{"POST", "/admin/cost/rates/:id/delete", Global(authz.Platform, authz.Write), h.CostRateDelete},
+		{"POST", "/admin/cost/currency", Global(authz.Platform, authz.Write), h.CostCurrencyUpdate},
 		{"GET", "/admin/cost/budgets", Global(authz.Platform, authz.Read), h.CostBudgetsIndex},
 		{"POST", "/admin/cost/budgets", Global(authz.Platform, authz.Write), h.CostBudgetCreate},
 		{"POST", "/admin/cost/budgets/:id", Global(authz.Platform, authz.Write), h.CostBudgetUpdate},

@@ -65,6 +65,7 @@ gantry cost report reads the database directly instead, on the server's host.`,
 				Bucket   string   `json:"bucket"`
 				All      bool     `json:"all"`
 				Projects []string `json:"projects"`
+				Currency string   `json:"currency"`
 				Rows     []struct {
 					Bucket       string `json:"bucket"`
 					Label        string `json:"label"`
@@ -90,7 +91,7 @@ gantry cost report reads the database directly instead, on the server's host.`,
 					}
 				}
 			}
-			return writeCostTable(cmd.OutOrStdout(), accounting.Query{By: out.By, Bucket: out.Bucket}, rows)
+			return writeCostTable(cmd.OutOrStdout(), accounting.Query{By: out.By, Bucket: out.Bucket}, rows, out.Currency)
 		},
 	}
 	o.addFlags(cmd, true)
@@ -155,10 +156,14 @@ Anyone else asks a server: gantry cost show.
 			if err != nil {
 				return err
 			}
-			if format == "csv" {
-				return accounting.WriteCSV(cmd.OutOrStdout(), q, rows)
+			cur, err := acc.Currency(ctx)
+			if err != nil {
+				return err
 			}
-			return writeCostTable(cmd.OutOrStdout(), q, rows)
+			if format == "csv" {
+				return accounting.WriteCSV(cmd.OutOrStdout(), q, rows, cur)
+			}
+			return writeCostTable(cmd.OutOrStdout(), q, rows, cur)
 		},
 	}
 	f := cmd.Flags()
@@ -182,8 +187,9 @@ func parseDay(flag, s string) (time.Time, error) {
 	return d, nil
 }
 
-// writeCostTable prints rows in aligned columns with a total line.
-func writeCostTable(w io.Writer, q accounting.Query, rows []accounting.Row) error {
+// writeCostTable prints rows in aligned columns with a total line, the amount's
+// heading naming currency (a server older than the currency names none).
+func writeCostTable(w io.Writer, q accounting.Query, rows []accounting.Row, currency string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	var head []string
 	if q.Bucket != "" {
@@ -192,7 +198,11 @@ func writeCostTable(w io.Writer, q accounting.Query, rows []accounting.Row) erro
 	if q.By != "" {
 		head = append(head, strings.ToUpper(strings.ReplaceAll(q.By, "_", " ")))
 	}
-	fmt.Fprintln(tw, strings.Join(append(head, "AMOUNT"), "\t")+"\t")
+	amount := "AMOUNT"
+	if currency != "" {
+		amount += " (" + currency + ")"
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, amount), "\t")+"\t")
 	var total int64
 	for _, r := range rows {
 		var cells []string

@@ -48,13 +48,13 @@ func TestCostReport(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			want := []string{"    TEAM    AMOUNT", "   audio  4.000000", "  vision  2.000000", "   total  6.000000"}
+			want := []string{"    TEAM  AMOUNT (USD)", "   audio      4.000000", "  vision      2.000000", "   total      6.000000"}
 			if got := strings.Split(strings.TrimRight(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(want, "|") {
 				t.Errorf("table =\n%s\nwant\n%s", out, strings.Join(want, "\n"))
 			}
 			args = append([]string{"cost", "report", "--by", "", "--bucket", "day", "--format", "csv", "--from", "2026-03-01", "--to", "2026-03-31"}, dbArgs(cfg)...)
 			out, stderr, code = gantry(t, nil, args...)
-			if want := "day,amount\n2026-03-01,3.000000\n2026-03-02,3.000000\n2026-03-03,3.000000\n"; code != 0 || out != want {
+			if want := "day,amount,currency\n2026-03-01,3.000000,USD\n2026-03-02,3.000000,USD\n2026-03-03,3.000000,USD\n"; code != 0 || out != want {
 				t.Errorf("csv: exit %d, %q (%s), want %q", code, out, stderr, want)
 			}
 			for _, c := range []struct{ args, says string }{

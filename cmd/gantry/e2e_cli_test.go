@@ -258,16 +258,17 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		res.Body.Close()
 	}
 	if out := u.ok("cost", "show", "--by", "project", "--bucket", "day", "--resource", "egress", "--from", "2026-03-01", "--to", "2026-03-31"); !regexp.MustCompile(
-		`^ +DAY +PROJECT +AMOUNT\n +2026-03-01 +default +1\.000000\n +2026-03-02 +default +2\.000000\n +total +3\.000000\n$`).MatchString(out) {
+		`^ +DAY +PROJECT +AMOUNT \(USD\)\n +2026-03-01 +default +1\.000000\n +2026-03-02 +default +2\.000000\n +total +3\.000000\n$`).MatchString(out) {
 		t.Fatalf("cost show --by project --bucket day: %q", out)
 	}
 	var cost struct {
 		By          string `json:"by" yaml:"by"`
 		TotalMicros int64  `json:"total_micros" yaml:"total_micros"`
 		Unit        string `json:"unit" yaml:"unit"`
+		Currency    string `json:"currency" yaml:"currency"`
 	}
 	if err := json.Unmarshal([]byte(u.ok("cost", "show", "--from", "2026-03-01", "--to", "2026-03-01", "--resource", "egress", "-o", "json")), &cost); err != nil ||
-		cost.By != "team" || cost.TotalMicros != 1_000_000 || cost.Unit == "" {
+		cost.By != "team" || cost.TotalMicros != 1_000_000 || cost.Unit == "" || cost.Currency != "USD" {
 		t.Fatalf("cost show -o json: %+v %v", cost, err)
 	}
 	if err := yaml.Unmarshal([]byte(u.ok("cost", "show", "--by", "", "--from", "2026-03-01", "--to", "2026-03-02", "-o", "yaml")), &cost); err != nil || cost.By != "" || cost.TotalMicros != 3_000_000 {

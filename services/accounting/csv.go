@@ -10,9 +10,9 @@ import (
 
 // WriteCSV writes the rows of q as CSV with a header: the bucket's first day when q has
 // a bucket, the key and its label when q has a dimension, the quantity when q prices one
-// resource (quantities of different units do not add up), and the amount in currency
-// units with six exact decimals.
-func WriteCSV(w io.Writer, q Query, rows []Row) error {
+// resource (quantities of different units do not add up), the amount with six exact
+// decimals, and its currency's code.
+func WriteCSV(w io.Writer, q Query, rows []Row, currency string) error {
 	cw := csv.NewWriter(w)
 	quantity := len(q.Resources) == 1
 	var header []string
@@ -25,7 +25,7 @@ func WriteCSV(w io.Writer, q Query, rows []Row) error {
 	if quantity {
 		header = append(header, "quantity_"+QuantityUnit(q.Resources[0]))
 	}
-	header = append(header, "amount")
+	header = append(header, "amount", "currency")
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
@@ -44,7 +44,7 @@ func WriteCSV(w io.Writer, q Query, rows []Row) error {
 		if quantity {
 			rec = append(rec, FormatMilli(r.QuantityMilli))
 		}
-		rec = append(rec, FormatMicros(r.AmountMicros))
+		rec = append(rec, FormatMicros(r.AmountMicros), currency)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write CSV: %w", err)
 		}

@@ -59,10 +59,10 @@ func TestRollupsOfKnownHistory(t *testing.T) {
 		rows, err := h.acc.Rollup(h.ctx, q)
 		must(t, err)
 		var buf bytes.Buffer
-		must(t, accounting.WriteCSV(&buf, q, rows))
-		want := "day,gpu_model_key,gpu_model,quantity_gpu-hour,amount\n" +
-			"2026-03-02,,A100-80GB,8.000,70.000000\n" +
-			"2026-03-02,,L4-24GB,4.000,4.800000\n"
+		must(t, accounting.WriteCSV(&buf, q, rows, "EUR"))
+		want := "day,gpu_model_key,gpu_model,quantity_gpu-hour,amount,currency\n" +
+			"2026-03-02,,A100-80GB,8.000,70.000000,EUR\n" +
+			"2026-03-02,,L4-24GB,4.000,4.800000,EUR\n"
 		if buf.String() != want {
 			t.Errorf("CSV =\n%s\nwant\n%s", buf.String(), want)
 		}
@@ -71,8 +71,8 @@ func TestRollupsOfKnownHistory(t *testing.T) {
 		rows, err = h.acc.Rollup(h.ctx, q)
 		must(t, err)
 		buf.Reset()
-		must(t, accounting.WriteCSV(&buf, q, rows))
-		if line := fmt.Sprintf("%d,'=SUM(A1) (#%d),0.300000\n", formula.ID, formula.ID); !strings.Contains(buf.String(), line) {
+		must(t, accounting.WriteCSV(&buf, q, rows, "EUR"))
+		if line := fmt.Sprintf("%d,'=SUM(A1) (#%d),0.300000,EUR\n", formula.ID, formula.ID); !strings.Contains(buf.String(), line) {
 			t.Errorf("CSV by job lacks %q (a name that looks like a formula is quoted):\n%s", line, buf.String())
 		}
 	})

@@ -82,7 +82,7 @@ func TestHoldActionDryRunApplyAndRevert(t *testing.T) {
 		events, err := s.JobEvents(e.ctx, q1.ID)
 		must(t, err)
 		last := events[len(events)-1]
-		if last.Reason != "governance" || !strings.Contains(last.Message, "of rule cost-b-hold: team vision spent 30.00 today") {
+		if last.Reason != "governance" || !strings.Contains(last.Message, "of rule cost-b-hold: team vision spent 30.00 USD today") {
 			t.Errorf("hold event = %+v", last)
 		}
 		page, err := e.audit.Events(e.ctx, store.AuditFilter{Action: "governance.action"}, 0, 10)

@@ -62,7 +62,7 @@ func TestTeamCostSpikeFiresOnceAboveThreshold(t *testing.T) {
 		if len(hooks) != 1 {
 			t.Fatalf("webhook got %d posts, want 1", len(hooks))
 		}
-		summary := "team vision spent 21.00 today, 210% of its mean daily cost of 10.00 over the 7 days before (threshold 200%)"
+		summary := "team vision spent 21.00 USD today, 210% of its mean daily cost of 10.00 USD over the 7 days before (threshold 200%)"
 		text, _ := hooks[0]["text"].(string)
 		if !strings.Contains(text, summary) || !strings.Contains(text, "https://gantry.example/alerts/") {
 			t.Errorf("webhook text = %q", text)

@@ -57,6 +57,10 @@ func (s *Service) teamCostSpikes(ctx context.Context, r models.AlertRule, now ti
 	if err != nil {
 		return nil, err
 	}
+	money, err := s.money(ctx)
+	if err != nil {
+		return nil, err
+	}
 	window := map[int64]int64{}
 	for _, row := range before {
 		window[row.Key] = row.AmountMicros
@@ -76,7 +80,7 @@ func (s *Service) teamCostSpikes(ctx context.Context, r models.AlertRule, now ti
 		out = append(out, finding{
 			scope: ScopeTeam, scopeID: row.Key, period: today.Format(time.DateOnly), projectIDs: projects[row.Key],
 			summary: fmt.Sprintf("team %s spent %s today, %.0f%% of its mean daily cost of %s over the %d days before (threshold %g%%)",
-				row.Label, accounting.FormatMoney(row.AmountMicros), ratio, accounting.FormatMoney(mean), days, r.Threshold),
+				row.Label, money(row.AmountMicros), ratio, money(mean), days, r.Threshold),
 			evidence: map[string]any{"team": row.Label, "team_id": row.Key, "day": today.Format(time.DateOnly),
 				"today_micros": row.AmountMicros, "mean_daily_micros": mean, "window_from": from.Format(time.DateOnly),
 				"window_to": today.Format(time.DateOnly), "window_days": days, "ratio_pct": round1(ratio), "threshold_pct": r.Threshold},
@@ -180,6 +184,10 @@ func (s *Service) budgetFindings(ctx context.Context, r models.AlertRule, now ti
 	if err != nil {
 		return nil, err
 	}
+	money, err := s.money(ctx)
+	if err != nil {
+		return nil, err
+	}
 	month := now.UTC().Format("2006-01")
 	var out []finding
 	for _, st := range statuses {
@@ -196,7 +204,7 @@ func (s *Service) budgetFindings(ctx context.Context, r models.AlertRule, now ti
 			evidence["threshold_pct"] = t
 			out = append(out, finding{scope: ScopeBudget, scopeID: b.ID, period: fmt.Sprintf("%s/%d%%", month, t), projectIDs: targets, evidence: evidence,
 				summary: fmt.Sprintf("%s has spent %s of its %s budget for %s (%.1f%%, threshold %d%%)",
-					owner, accounting.FormatMoney(st.Spent), accounting.FormatMoney(b.AmountMicros), month, st.SpentPercent(), t)})
+					owner, money(st.Spent), money(b.AmountMicros), month, st.SpentPercent(), t)})
 		case MetricBudgetForecast:
 			if float64(st.Forecast)*100 <= r.Threshold*float64(b.AmountMicros) {
 				continue
@@ -206,8 +214,8 @@ func (s *Service) budgetFindings(ctx context.Context, r models.AlertRule, now ti
 			evidence["burn_micros_per_day"], evidence["burn_window_days"] = st.Burn, days
 			out = append(out, finding{scope: ScopeBudget, scopeID: b.ID, period: month, projectIDs: targets, evidence: evidence,
 				summary: fmt.Sprintf("%s is forecast to spend %s in %s, %.1f%% of its %s budget (spent %s so far, burning %s a day over the last %d days; threshold %g%%)",
-					owner, accounting.FormatMoney(st.Forecast), month, st.ForecastPercent(), accounting.FormatMoney(b.AmountMicros),
-					accounting.FormatMoney(st.Spent), accounting.FormatMoney(st.Burn), days, r.Threshold)})
+					owner, money(st.Forecast), month, st.ForecastPercent(), money(b.AmountMicros),
+					money(st.Spent), money(st.Burn), days, r.Threshold)})
 		}
 	}
 	return out, nil
@@ -267,6 +275,16 @@ func (s *Service) projectsByTeam(ctx context.Context) (map[int64][]int64, error)
 		out[p.TeamID] = append(out[p.TeamID], p.ID)
 	}
 	return out, nil
+}
+
+// money returns what writes an amount of micro-units in an alert's words, with the
+// currency's code.
+func (s *Service) money(ctx context.Context) (func(int64) string, error) {
+	cur, err := s.acc.Currency(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(micros int64) string { return accounting.FormatAmount(micros, cur) }, nil
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

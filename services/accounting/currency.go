@@ -1,0 +1,61 @@
+package accounting
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/currency"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/store"
+)
+
+// currencyKey is the setting that names the one currency every amount is in.
+const currencyKey = "cost.currency"
+
+// DefaultCurrency is the currency until an admin names another.
+const DefaultCurrency = "USD"
+
+// Currency returns the ISO 4217 code of the currency that rates, budgets and the
+// ledger are in.
+func (a *Accounting) Currency(ctx context.Context) (string, error) {
+	v, ok, err := a.store.Setting(ctx, currencyKey)
+	if err != nil {
+		return "", fmt.Errorf("read the currency: %w", err)
+	}
+	if !ok {
+		return DefaultCurrency, nil
+	}
+	return v, nil
+}
+
+// SetCurrency names the currency, audited with the actor of ctx. Amounts are not
+// converted: the numbers stay as they are and are read in the new currency.
+func (a *Accounting) SetCurrency(ctx context.Context, code string) error {
+	code = strings.ToUpper(strings.TrimSpace(code))
+	if _, err := currency.ParseISO(code); err != nil || len(code) != 3 {
+		return models.Invalid("currency", "%q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
+	}
+	old, err := a.Currency(ctx)
+	if err != nil {
+		return err
+	}
+	if old == code {
+		return nil
+	}
+	return a.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.PutSetting(ctx, currencyKey, code); err != nil {
+			return err
+		}
+		return a.audit.In(tx).Append(ctx, audit.Entry{Action: "cost.currency_set", ObjectType: "setting", ObjectID: currencyKey,
+			Detail: map[string]string{"from": old, "to": code}})
+	})
+}
+
+// FormatAmount writes an amount of micro-units rounded to cents, followed by the
+// currency's code: "12.40 EUR".
+func FormatAmount(micros int64, currency string) string {
+	return FormatMoney(micros) + " " + currency
+}
