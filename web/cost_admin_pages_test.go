@@ -48,6 +48,19 @@ func (s *site) audited(prefix string) []string {
 
 var invalidField = regexp.MustCompile(`id="f-([a-z_]+)"[^>]*aria-invalid`)
 
+// costAdminSite is a site with its admin, a member ada and an auditor audrey, signed in.
+func costAdminSite(t *testing.T, st *store.Store) (s *site, admin, ada, auditor *http.Client) {
+	t.Helper()
+	s = newSite(t, st, false)
+	admin = s.signIn("admin", s.password)
+	ada, _ = s.member("ada")
+	auditor, auditorUser := s.member("audrey")
+	if err := s.az.SetGlobalRoles(context.Background(), auditorUser, false, true); err != nil {
+		t.Fatal(err)
+	}
+	return s, admin, ada, auditor
+}
+
 // Rates through the admin page: bad input names its field and stores nothing; a rate
 // inside metered time, or the same key at the same instant, is refused; a rate that
 // priced metered time cannot be withdrawn, a scheduled one can; auditors read, users
@@ -55,13 +68,7 @@ var invalidField = regexp.MustCompile(`id="f-([a-z_]+)"[^>]*aria-invalid`)
 func TestCostRatesPage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := newSite(t, st, false)
-		admin := s.signIn("admin", s.password)
-		ada, _ := s.member("ada")
-		auditor, auditorUser := s.member("audrey")
-		if err := s.az.SetGlobalRoles(context.Background(), auditorUser, false, true); err != nil {
-			t.Fatal(err)
-		}
+		s, admin, ada, auditor := costAdminSite(t, st)
 		page := "/admin/cost/rates"
 		if res, body := s.send(admin, "GET", page, "", nil); res.StatusCode != 200 || !strings.Contains(body, "No rates yet") {
 			t.Fatalf("empty rate card = %d", res.StatusCode)
@@ -153,13 +160,7 @@ func TestCostRatesPage(t *testing.T) {
 func TestCostCurrencyPage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := newSite(t, st, false)
-		admin := s.signIn("admin", s.password)
-		ada, _ := s.member("ada")
-		auditor, auditorUser := s.member("audrey")
-		if err := s.az.SetGlobalRoles(context.Background(), auditorUser, false, true); err != nil {
-			t.Fatal(err)
-		}
+		s, admin, ada, auditor := costAdminSite(t, st)
 		page := "/admin/cost/rates"
 		if _, body := s.send(admin, "GET", page, "", nil); !strings.Contains(body, `<strong data-testid="currency">USD</strong>`) ||
 			!strings.Contains(body, `name="currency" value="USD"`) {
