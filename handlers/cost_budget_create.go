@@ -29,7 +29,12 @@ func (h *Handler) CostBudgetCreate(c *gin.Context) {
 	}) {
 		return
 	}
-	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Added a budget of "+accounting.FormatMoney(in.AmountMicros)+" a month."))
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Added a budget of "+accounting.FormatAmount(in.AmountMicros, cur)+" a month."))
 }
 
 // parseBudgetForm reads an amount and thresholds as typed.

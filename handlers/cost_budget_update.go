@@ -36,5 +36,10 @@ func (h *Handler) CostBudgetUpdate(c *gin.Context) {
 	}) {
 		return
 	}
-	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Saved the budget: "+accounting.FormatMoney(b.AmountMicros)+" a month."))
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/admin/cost/budgets?notice="+url.QueryEscape("Saved the budget: "+accounting.FormatAmount(b.AmountMicros, cur)+" a month."))
 }

@@ -34,7 +34,12 @@ func (h *Handler) CostRateCreate(c *gin.Context) {
 	}) {
 		return
 	}
-	notice := "Added a " + created.Resource + " rate of " + accounting.FormatMicros(created.RateMicros) + " per " + created.Unit +
+	cur, err := h.cost.Currency(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	notice := "Added a " + created.Resource + " rate of " + accounting.FormatMicros(created.RateMicros) + " " + cur + " per " + created.Unit +
 		", in effect from " + created.EffectiveFrom.Format(dayMinute) + "."
 	c.Redirect(http.StatusSeeOther, "/admin/cost/rates?notice="+url.QueryEscape(notice))
 }

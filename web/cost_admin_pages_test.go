@@ -96,7 +96,7 @@ func TestCostRatesPage(t *testing.T) {
 			}
 		}
 		status, notice, _ := s.post(admin, page, page, gpu("2.5", "2026-01-01T00:00"))
-		if status != http.StatusSeeOther || notice != "Added a gpu rate of 2.500000 per gpu-hour, in effect from 2026-01-01 00:00 UTC." {
+		if status != http.StatusSeeOther || notice != "Added a gpu rate of 2.500000 USD per gpu-hour, in effect from 2026-01-01 00:00 UTC." {
 			t.Fatalf("add = %d %q", status, notice)
 		}
 		if status, _, body := s.post(admin, page, page, gpu("3", "2026-01-01T00:00")); status != http.StatusBadRequest ||
@@ -247,7 +247,7 @@ func TestCostBudgetsPage(t *testing.T) {
 			}
 		}
 		if status, notice, _ := s.post(admin, page, page, url.Values{"owner": {owner}, "amount": {"100"}, "thresholds": {"50, 80%"}}); status != http.StatusSeeOther ||
-			notice != "Added a budget of 100.00 a month." {
+			notice != "Added a budget of 100.00 USD a month." {
 			t.Fatalf("add = %d %q", status, notice)
 		}
 		if status, _, body := s.post(admin, page, page, url.Values{"owner": {owner}, "amount": {"10"}}); status != http.StatusBadRequest || !strings.Contains(body, "Owner: has a budget already") {
@@ -270,7 +270,7 @@ func TestCostBudgetsPage(t *testing.T) {
 			t.Errorf("zero budget = %d", status)
 		}
 		if status, notice, _ := s.post(admin, page, fmt.Sprintf("%s/%d", page, id), url.Values{"amount": {"150.5"}, "thresholds": {"100"}}); status != http.StatusSeeOther ||
-			notice != "Saved the budget: 150.50 a month." {
+			notice != "Saved the budget: 150.50 USD a month." {
 			t.Errorf("update = %d %q", status, notice)
 		}
 		if b, err := st.BudgetByID(ctx, id); err != nil || b.AmountMicros != 150_500_000 || b.Thresholds != "[100]" {
