@@ -145,7 +145,7 @@ func TestCostPage(t *testing.T) {
 			t.Errorf("bad from: %d %s", status, body)
 		}
 		status, body, hdr := get("ada", "/cost.csv?by=project&bucket=day"+march)
-		want := "day,project_key,project,amount\n2026-03-01,1,detect,1.000000\n2026-03-02,1,detect,2.000000\n2026-03-03,1,detect,3.000000\n"
+		want := "day,project_key,project,amount,currency\n2026-03-01,1,detect,1.000000,USD\n2026-03-02,1,detect,2.000000,USD\n2026-03-03,1,detect,3.000000,USD\n"
 		if status != http.StatusOK || body != want || !strings.HasPrefix(hdr.Get("Content-Type"), "text/csv") {
 			t.Errorf("member CSV: %d %q, want %q", status, body, want)
 		}

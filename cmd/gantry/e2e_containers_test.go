@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agent/containertest"
@@ -22,7 +23,10 @@ func TestE2EContainerRuntimes(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			t.Parallel()
 			_, image := containertest.Runtime(t, rt)
-			c := newCluster(t)
+			// The restarted agent asks its runtime for its version before it heartbeats
+			// again, which under load took podman over e2eTimings' 4 s: the node must not
+			// be judged lost meanwhile.
+			c := newCluster(t, func(c *cluster) { c.nodeTimeout = 30 * time.Second })
 			t.Cleanup(func() { removeContainers(t, c, rt) })
 			pre := &models.Image{Name: "busybox", Reference: image, Status: models.ImageCertified, PrePull: true}
 			missing := &models.Image{Name: "nothing", Reference: "registry.invalid/gantry/nothing:1", Status: models.ImageCertified}

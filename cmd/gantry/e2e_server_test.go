@@ -31,6 +31,8 @@ type e2eServerConfig struct {
 	Addr    string
 	// Autoscale runs the pools autoscaler with e2eAutoscale's short timings.
 	Autoscale bool
+	// NodeTimeout, when set, replaces e2eTimings' NodeTimeout.
+	NodeTimeout time.Duration
 }
 
 // e2eTimings are short so that a node is lost within seconds.
@@ -76,9 +78,13 @@ func runE2EServer(ctx context.Context, cfg e2eServerConfig, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
+	timings := e2eTimings
+	if cfg.NodeTimeout > 0 {
+		timings.NodeTimeout = cfg.NodeTimeout
+	}
 	d, err := dispatch.New(dispatch.Deps{
 		Store: st, Scheduler: dispatch.NewPlacer(core), Audit: audit.New(st, time.Now), Telemetry: tel, Now: time.Now, Log: log,
-	}, e2eTimings)
+	}, timings)
 	if err != nil {
 		return err
 	}

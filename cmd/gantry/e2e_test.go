@@ -41,6 +41,8 @@ type cluster struct {
 	agents map[string]*proc
 	// autoscale makes the control plane run the pools autoscaler too.
 	autoscale bool
+	// nodeTimeout, when set, replaces e2eTimings' NodeTimeout in the control plane.
+	nodeTimeout time.Duration
 }
 
 // proc is a process the test started, with its log in a file.
@@ -205,7 +207,7 @@ func (c *cluster) start(cmd *exec.Cmd, logPath, ready string) *proc {
 
 func (c *cluster) startServer() {
 	c.t.Helper()
-	cfg, _ := json.Marshal(e2eServerConfig{DataDir: filepath.Join(c.dir, "server"), Addr: c.addr, Autoscale: c.autoscale})
+	cfg, _ := json.Marshal(e2eServerConfig{DataDir: filepath.Join(c.dir, "server"), Addr: c.addr, Autoscale: c.autoscale, NodeTimeout: c.nodeTimeout})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(cleanEnv(), e2eServerEnv+"="+string(cfg))
 	c.server = c.start(cmd, filepath.Join(c.dir, "server.log"), "serving")
