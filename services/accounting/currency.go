@@ -35,7 +35,7 @@ func (a *Accounting) Currency(ctx context.Context) (string, error) {
 // converted: the numbers stay as they are and are read in the new currency.
 func (a *Accounting) SetCurrency(ctx context.Context, code string) error {
 	code = strings.ToUpper(strings.TrimSpace(code))
-	if _, err := currency.ParseISO(code); err != nil || len(code) != 3 {
+	if _, err := currency.ParseISO(code); err != nil {
 		return models.Invalid("currency", "%q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
 	}
 	old, err := a.Currency(ctx)
