@@ -36,7 +36,7 @@ func (a *Accounting) Currency(ctx context.Context) (string, error) {
 func (a *Accounting) SetCurrency(ctx context.Context, code string) error {
 	code = strings.ToUpper(strings.TrimSpace(code))
 	if _, err := currency.ParseISO(code); err != nil {
-		return models.Invalid("currency", "%q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
+		return models.Invalid("currency", "%.12q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
 	}
 	old, err := a.Currency(ctx)
 	if err != nil {
