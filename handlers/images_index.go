@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -34,6 +35,11 @@ func (h *Handler) renderImages(c *gin.Context, status int, d templates.ImagesDat
 		h.serverError(c, err)
 		return
 	}
+	popular, err := h.images.Popular(c.Request.Context(), time.Now())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	d.Filter = templates.ImageFilter{Query: f.Query, Framework: f.Framework, Status: f.Status}
 	d.Frameworks = images.Frameworks
 	d.CanAdmin = permission(c).CanWrite(authz.Platform)
@@ -48,7 +54,7 @@ func (h *Handler) renderImages(c *gin.Context, status int, d templates.ImagesDat
 		r := templates.ImageRow{
 			Name: img.Name, Reference: img.Reference, Framework: img.Framework, FrameworkVersion: img.FrameworkVersion,
 			CUDAVersion: img.CUDAVersion, MinDriver: img.MinDriver, PythonVersion: img.PythonVersion, SizeMiB: img.SizeMiB,
-			Status: img.Status, PrePull: img.PrePull, Builtin: img.Builtin, Description: img.Description, PulledOn: row.PulledOn,
+			Status: img.Status, PrePull: img.PrePull, PopularJobs: popular[img.ID], Builtin: img.Builtin, Description: img.Description, PulledOn: row.PulledOn,
 		}
 		cr := templates.CompatRow{Image: img.Name}
 		for _, cell := range row.Cells {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,37 @@ func TestImagesPageSaysWhereAnImageIsPulled(t *testing.T) {
 		if !slices.Contains(got, want) {
 			t.Errorf("pulled-on cells %q lack %q", got, want)
 		}
+	}
+}
+
+// An image that enough jobs of the last week ran in is said to be pulled ahead for it,
+// with how many in its title; one marked by an admin keeps its own badge.
+func TestImagesPageSaysWhichImagesArePopular(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newSite(t, st, false)
+	ada, user := s.member("ada")
+	ctx := t.Context()
+	busy := &models.Image{Name: "busy", Reference: "reg.example/busy:1", Status: models.ImageCertified}
+	quiet := &models.Image{Name: "quiet", Reference: "reg.example/quiet:1", Status: models.ImageCertified}
+	for _, img := range []*models.Image{busy, quiet} {
+		if err := st.CreateImage(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	project, err := st.ProjectByName(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, img := range []*models.Image{busy, busy, busy, busy, busy, busy, quiet} {
+		j := &models.Job{Name: "run-" + strconv.Itoa(i), ProjectID: project.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research", ImageID: &img.ID}
+		if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := s.send(ada, "GET", "/images", "", nil)
+	badges := regexp.MustCompile(`<span class="badge" data-testid="popular" title="([^"]*)">pre-pull: popular</span>`).FindAllStringSubmatch(body, -1)
+	if len(badges) != 1 || badges[0][1] != "6 jobs ran in it in the last 7 days, so docker and podman nodes pull it before a job needs it" {
+		t.Errorf("popular badges %q, want one, for busy's 6 jobs", badges)
 	}
 }
 

@@ -7,20 +7,28 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // catalogRefresh is how long heartbeats reuse what they read of the image catalog.
 const catalogRefresh = 15 * time.Second
 
+// popularRefresh is how long they reuse which images are popular: counting a week of
+// jobs costs more than reading the catalog, and popularity moves slowly.
+const popularRefresh = 5 * time.Minute
+
 // catalogCache keeps, between heartbeats, the images a docker or podman node
-// should hold before a job needs them (the catalog's pre-pull marks), and the
-// catalog's image ids by reference, which a node's report of its images names.
+// should hold before a job needs them (those the catalog marks for pre-pull and
+// those many recent jobs ran in, images.Popular), and the catalog's image ids by
+// reference, which a node's report of its images names.
 type catalogCache struct {
-	mu      sync.Mutex
-	readAt  time.Time
-	prePull []string
-	ids     map[string]int64
+	mu        sync.Mutex
+	readAt    time.Time
+	prePull   []string
+	ids       map[string]int64
+	popularAt time.Time
+	popular   map[int64]int
 }
 
 func (c *catalogCache) read(ctx context.Context, st *store.Store, now time.Time) ([]string, map[string]int64, error) {
@@ -33,13 +41,20 @@ func (c *catalogCache) read(ctx context.Context, st *store.Store, now time.Time)
 	if err != nil {
 		return nil, nil, err
 	}
+	if c.popularAt.IsZero() || now.Sub(c.popularAt) >= popularRefresh || now.Before(c.popularAt) {
+		uses, err := st.ImageUses(ctx, images.PopularSince(now))
+		if err != nil {
+			return nil, nil, err
+		}
+		c.popular, c.popularAt = images.Popular(imgs, uses), now
+	}
 	c.prePull, c.ids = nil, map[string]int64{}
 	for _, img := range imgs {
 		if img.Reference == "" || img.Builtin {
 			continue
 		}
 		c.ids[img.Reference] = img.ID
-		if img.PrePull && img.Status != models.ImageDeprecated {
+		if img.Status != models.ImageDeprecated && (img.PrePull || c.popular[img.ID] > 0) {
 			c.prePull = append(c.prePull, img.Reference)
 		}
 	}

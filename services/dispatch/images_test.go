@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
+	catalog "github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -117,5 +118,36 @@ func TestPrePullAndPulledImages(t *testing.T) {
 		if slices.Sort(got.PrePull); !slices.Equal(got.PrePull, []string{"reg.example/jax:1", "reg.example/torch:2"}) {
 			t.Errorf("pre-pull after a new mark = %v", got.PrePull)
 		}
+
+		// An image that many recent jobs ran in is pulled ahead too, unmarked; jobs older
+		// than the window do not count, and popularity is counted again every few minutes.
+		tf := &models.Image{Name: "tf", Reference: "reg.example/tf:1", Status: models.ImageUncertified}
+		if err := st.CreateImage(e.ctx, tf); err != nil {
+			t.Fatal(err)
+		}
+		ranIn := func(n int, at time.Time) {
+			for range n {
+				e.submit("fit", 0, func(j *models.Job) { j.ImageID, j.SubmittedAt = &tf.ID, at })
+			}
+		}
+		ranIn(catalog.PopularAtLeast, e.clock.now().Add(-catalog.PopularWindow-time.Hour))
+		ranIn(catalog.PopularAtLeast-1, e.clock.now())
+		prePull := func(what string, want ...string) {
+			t.Helper()
+			got, err := beat(box, agentapi.HeartbeatRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Sort(got.PrePull); !slices.Equal(got.PrePull, want) {
+				t.Errorf("pre-pull %s = %v, want %v", what, got.PrePull, want)
+			}
+		}
+		e.clock.advance(6 * time.Minute)
+		prePull("with one job too few in the window", "reg.example/jax:1", "reg.example/torch:2")
+		ranIn(1, e.clock.now())
+		e.clock.advance(20 * time.Second)
+		prePull("before popularity is counted again", "reg.example/jax:1", "reg.example/torch:2")
+		e.clock.advance(5 * time.Minute)
+		prePull("once the image is popular", "reg.example/jax:1", "reg.example/tf:1", "reg.example/torch:2")
 	})
 }

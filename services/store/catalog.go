@@ -41,6 +41,25 @@ func (s *Store) Images(ctx context.Context) ([]models.Image, error) {
 	return s.ImagesMatching(ctx, ImageFilter{})
 }
 
+// ImageUses counts, per catalog image, the jobs submitted at or after since that run
+// in it (jobs that named a reference outside the catalog count for no image).
+func (s *Store) ImageUses(ctx context.Context, since time.Time) (map[int64]int, error) {
+	var rows []struct {
+		ImageID int64
+		Jobs    int
+	}
+	err := s.with(ctx).Model(&models.Job{}).Select("image_id, COUNT(*) AS jobs").
+		Where("image_id IS NOT NULL AND submitted_at >= ?", since.UTC()).Group("image_id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count jobs per image since %s: %w", since.UTC().Format(time.RFC3339), err)
+	}
+	out := make(map[int64]int, len(rows))
+	for _, r := range rows {
+		out[r.ImageID] = r.Jobs
+	}
+	return out, nil
+}
+
 // PriorityClasses returns the classes, highest weight first.
 func (s *Store) PriorityClasses(ctx context.Context) ([]models.PriorityClass, error) {
 	var out []models.PriorityClass

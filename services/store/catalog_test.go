@@ -72,3 +72,45 @@ func TestNodeImages(t *testing.T) {
 		}
 	})
 }
+
+// ImageUses counts the jobs per catalog image submitted at or after a time: not older
+// ones, not those that named a reference outside the catalog.
+func TestImageUses(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		u, p := fixture(t, s)
+		since := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		var imgs []*models.Image
+		for _, name := range []string{"torch", "jax", "tf"} {
+			img := &models.Image{Name: name, Reference: "reg.example/" + name + ":1", Status: models.ImageCertified}
+			if err := s.CreateImage(ctx, img); err != nil {
+				t.Fatal(err)
+			}
+			imgs = append(imgs, img)
+		}
+		submit := func(img *int64, at time.Time) {
+			t.Helper()
+			j := &models.Job{Name: "train", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research", ImageID: img, SubmittedAt: at}
+			if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		torch, jax := &imgs[0].ID, &imgs[1].ID
+		for range 3 {
+			submit(torch, since.Add(time.Hour))
+		}
+		submit(torch, since)
+		submit(torch, since.Add(-time.Second))
+		submit(jax, since.Add(24*time.Hour))
+		submit(jax, since.Add(-24*time.Hour))
+		submit(nil, since.Add(time.Hour))
+		uses, err := s.ImageUses(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(uses) != 2 || uses[*torch] != 4 || uses[*jax] != 1 {
+			t.Errorf("ImageUses = %v, want torch %d: 4 and jax %d: 1", uses, *torch, *jax)
+		}
+	})
+}
