@@ -89,10 +89,18 @@ func (a api) logs(id int64) string {
 	return out
 }
 
-// apiToken creates an API token for the bootstrap admin with the CLI.
+// apiToken creates an API token for the bootstrap admin with the CLI, on the SQLite
+// database in dir.
 func apiToken(t *testing.T, dir string) string {
 	t.Helper()
-	out, stderr, code := gantry(t, nil, "admin", "token", "create", "--data-dir", dir, "--user", "admin", "--name", "e2e")
+	return apiTokenOn(t, "--data-dir", dir)
+}
+
+// apiTokenOn creates an API token for the bootstrap admin with the CLI, on the
+// database the flags name.
+func apiTokenOn(t *testing.T, dbFlags ...string) string {
+	t.Helper()
+	out, stderr, code := gantry(t, nil, append([]string{"admin", "token", "create", "--user", "admin", "--name", "e2e"}, dbFlags...)...)
 	if code != 0 {
 		t.Fatalf("token create: exit %d: %s", code, stderr)
 	}

@@ -123,13 +123,28 @@ func (s *Store) readKept(ctx context.Context, c *keptConn, rows *driverRows, r r
 // readNative runs reads on one of the pool's connections through pgx: one read as a
 // query, several as a batch, which pgx sends in one write and PostgreSQL answers in
 // one (each statement still reads at its own snapshot, as sequential reads would).
+// Reads that find their connection dead (PostgreSQL restarted, or ended the session)
+// before any row was handed on run again on another: they change nothing, and a blip
+// of the database should not fail every request that was reading. Every connection
+// opened before the blip may be dead, and each dead one tried is dropped: the tries
+// are bounded by the connections left open after the first, and one new.
 func (s *Store) readNative(ctx context.Context, reads []read) error {
+	lost, err := s.readNativeOnce(ctx, reads)
+	for tries := s.pg.Stats().OpenConnections + 1; lost && tries > 0 && ctx.Err() == nil; tries-- {
+		lost, err = s.readNativeOnce(ctx, reads)
+	}
+	return err
+}
+
+// readNativeOnce is one try of readNative; lost says that the connection died before
+// a row was handed on, which database/sql is told so that it drops the connection.
+func (s *Store) readNativeOnce(ctx context.Context, reads []read) (lost bool, err error) {
 	conn, err := s.pg.Conn(ctx)
 	if err != nil {
-		return s.driverError(err)
+		return false, s.driverError(err)
 	}
 	defer conn.Close()
-	return conn.Raw(func(driverConn any) error {
+	rawErr := conn.Raw(func(driverConn any) error {
 		c := driverConn.(*stdlib.Conn).Conn()
 		texts, _ := s.texts.Get().(*textTable)
 		if texts == nil {
@@ -140,30 +155,43 @@ func (s *Store) readNative(ctx context.Context, reads []read) error {
 			s.texts.Put(texts)
 		}()
 		rows := &pgRows{types: c.TypeMap(), texts: texts}
-		if len(reads) == 1 {
-			res, err := c.Query(ctx, reads[0].query, reads[0].args...)
-			if err != nil {
-				return s.driverError(err)
-			}
-			return s.scanNative(rows, res, reads[0])
+		err = s.readNativeOn(ctx, c, rows, reads)
+		if err != nil && c.IsClosed() && !rows.delivered {
+			lost = true
+			return driver.ErrBadConn
 		}
-		var b pgx.Batch
-		for _, r := range reads {
-			b.Queue(r.query, r.args...)
-		}
-		results := c.SendBatch(ctx, &b)
-		for _, r := range reads {
-			res, err := results.Query()
-			if err == nil {
-				err = s.scanNative(rows, res, r)
-			}
-			if err != nil {
-				results.Close()
-				return err
-			}
-		}
-		return s.driverError(results.Close())
+		return err
 	})
+	if lost {
+		return true, err
+	}
+	return false, rawErr
+}
+
+func (s *Store) readNativeOn(ctx context.Context, c *pgx.Conn, rows *pgRows, reads []read) error {
+	if len(reads) == 1 {
+		res, err := c.Query(ctx, reads[0].query, reads[0].args...)
+		if err != nil {
+			return s.driverError(err)
+		}
+		return s.scanNative(rows, res, reads[0])
+	}
+	var b pgx.Batch
+	for _, r := range reads {
+		b.Queue(r.query, r.args...)
+	}
+	results := c.SendBatch(ctx, &b)
+	for _, r := range reads {
+		res, err := results.Query()
+		if err == nil {
+			err = s.scanNative(rows, res, r)
+		}
+		if err != nil {
+			results.Close()
+			return err
+		}
+	}
+	return s.driverError(results.Close())
 }
 
 func (s *Store) scanNative(rows *pgRows, res pgx.Rows, r read) error {
@@ -188,6 +216,16 @@ type pgRows struct {
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
 	texts  *textTable
+	// delivered: a row was handed to a read's scan, so the read cannot simply run again.
+	delivered bool
+}
+
+func (r *pgRows) Next() bool {
+	if r.Rows.Next() {
+		r.delivered = true
+		return true
+	}
+	return false
 }
 
 func (r *pgRows) Scan(dest ...any) error {
