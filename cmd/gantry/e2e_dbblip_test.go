@@ -12,7 +12,8 @@ import (
 // The database blips: three times while a job runs, PostgreSQL cuts every connection
 // `gantry serve` holds (its pool and its leader lock), each time once the server leads
 // again. The server serves on and takes the lock back each time, the running job
-// finishes in its one attempt with all its output, and a job submitted afterwards runs.
+// finishes in its one attempt with all its output, and jobs submitted at once after
+// the last cut and later run.
 func TestServeRidesOutDatabaseBlips(t *testing.T) {
 	cfg := storetest.Backends()[1].Config(t)
 	dir := t.TempDir()
@@ -54,6 +55,8 @@ func TestServeRidesOutDatabaseBlips(t *testing.T) {
 			t.Fatalf("blip %d cut %d connections: %v", i+1, cut, err)
 		}
 	}
+	// A write at once after the last cut, before the server leads again.
+	early := a.submit(`echo early`)
 	leads("after the blips", holder)
 	got := a.wait(long.ID, "succeeded")
 	if got.Attempt != 1 {
@@ -61,6 +64,9 @@ func TestServeRidesOutDatabaseBlips(t *testing.T) {
 	}
 	if logs := a.logs(long.ID); logs != ticks(60) {
 		t.Errorf("logs after the blips = %q", logs)
+	}
+	if j := a.wait(early.ID, "succeeded"); j.Attempt != 1 {
+		t.Errorf("the job submitted at once after the blips ran %d attempts", j.Attempt)
 	}
 	after := a.submit(`echo after`)
 	if j := a.wait(after.ID, "succeeded"); j.Attempt != 1 {

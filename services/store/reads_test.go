@@ -201,10 +201,10 @@ func TestRequestReadsScanAsPgx(t *testing.T) {
 	}
 }
 
-// A request's read that finds its pooled connections cut by PostgreSQL (a restart, an
-// administrator ending the sessions) runs again on a fresh one instead of failing, however
-// many dead connections the pool holds.
-func TestRequestReadsRideOutCutConnections(t *testing.T) {
+// A request's read, or a transaction, that finds its pooled connections cut by PostgreSQL
+// (a restart, an administrator ending the sessions) runs again on a fresh one instead of
+// failing, however many dead connections the pool holds.
+func TestReadsAndTransactionsRideOutCutConnections(t *testing.T) {
 	t.Parallel()
 	cfg := storetest.Backends()[1].Config(t)
 	s := storetest.Open(t, cfg)
@@ -214,42 +214,54 @@ func TestRequestReadsRideOutCutConnections(t *testing.T) {
 	if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
 		t.Fatal(err)
 	}
-	// Four connections in the pool, each handed out twice within the last second: pgx
-	// pings a connection when it is handed out again after a second or more, or for the
-	// first time, and would find it dead itself.
-	for range 2 {
-		held := make(chan struct{})
-		var busy sync.WaitGroup
-		for range 4 {
-			busy.Add(1)
-			go func() {
-				defer busy.Done()
-				if err := s.InTx(ctx, func(tx *store.Store) error {
-					_, err := tx.JobByID(ctx, j.ID)
-					<-held
-					return err
-				}); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		time.Sleep(100 * time.Millisecond)
-		close(held)
-		busy.Wait()
-	}
 	db, err := storetest.SQL(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var cut int
-	if err := db.QueryRow("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&cut); err != nil || cut < 4 {
-		t.Fatalf("cut %d connections: %v; want the pool's", cut, err)
+	cutPool := func() {
+		t.Helper()
+		// Four connections in the pool, each handed out twice within the last second:
+		// pgx pings a connection handed out for the first time, or again after a second
+		// or more, and would find it dead itself.
+		for range 2 {
+			held := make(chan struct{})
+			var busy sync.WaitGroup
+			for range 4 {
+				busy.Add(1)
+				go func() {
+					defer busy.Done()
+					if err := s.InTx(ctx, func(tx *store.Store) error {
+						_, err := tx.JobByID(ctx, j.ID)
+						<-held
+						return err
+					}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			close(held)
+			busy.Wait()
+		}
+		var cut int
+		if err := db.QueryRow("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&cut); err != nil || cut < 4 {
+			t.Fatalf("cut %d connections: %v; want the pool's", cut, err)
+		}
+		time.Sleep(100 * time.Millisecond) // the cut backends exit
 	}
-	time.Sleep(100 * time.Millisecond) // the cut backends exit
+	cutPool()
 	for i := range 3 {
 		if _, err := s.JobActivity(ctx, j.ID); err != nil {
 			t.Fatalf("read %d after the cut: %v", i+1, err)
 		}
+	}
+	cutPool()
+	second := &models.Job{Name: "eval", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research"}
+	if err := s.CreateJob(ctx, second, "user:ada"); err != nil {
+		t.Fatalf("a transaction after the cut: %v", err)
+	}
+	if got, err := s.JobByID(ctx, second.ID); err != nil || got.Name != "eval" {
+		t.Fatalf("the job written after the cut: %+v, %v", got, err)
 	}
 }

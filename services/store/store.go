@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -251,10 +255,36 @@ func (s *Store) Close() error {
 }
 
 // InTx runs fn in one transaction on a Store bound to it; an error from fn rolls back.
+// On PostgreSQL a transaction whose BEGIN found its pooled connection dead (the server
+// restarted, or ended the session) starts again on another: nothing of it ran. Each
+// dead connection tried is dropped, so the tries are bounded by those left open, and
+// one new.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	began, err := s.inTxOnce(ctx, fn)
+	if s.pg == nil {
+		return err
+	}
+	for tries := s.pg.Stats().OpenConnections + 1; !began && connectionLost(err) && tries > 0 && ctx.Err() == nil; tries-- {
+		began, err = s.inTxOnce(ctx, fn)
+	}
+	return err
+}
+
+func (s *Store) inTxOnce(ctx context.Context, fn func(tx *Store) error) (began bool, err error) {
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		began = true
 		return fn(&Store{db: tx, reads: tx, sqlTexts: s.sqlTexts, dialect: s.dialect, inTx: true})
 	})
+	return began, err
+}
+
+// connectionLost says whether err is PostgreSQL ending the session under a statement
+// (an error of severity FATAL) or the connection breaking.
+func connectionLost(err error) bool {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Severity == "FATAL"
+	}
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
 // atomically runs fn in a transaction: the caller's, when s is bound to one (so a
