@@ -10,6 +10,20 @@ import (
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
+// certifiedImages adds a certified catalog image for each name, reg.example/NAME:1.
+func certifiedImages(t *testing.T, s *store.Store, names ...string) []*models.Image {
+	t.Helper()
+	var imgs []*models.Image
+	for _, name := range names {
+		img := &models.Image{Name: name, Reference: "reg.example/" + name + ":1", Status: models.ImageCertified}
+		if err := s.CreateImage(context.Background(), img); err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	return imgs
+}
+
 func TestNodeImages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -22,14 +36,7 @@ func TestNodeImages(t *testing.T) {
 			}
 			nodes = append(nodes, n)
 		}
-		var imgs []*models.Image
-		for _, name := range []string{"torch", "jax", "tf"} {
-			img := &models.Image{Name: name, Reference: "reg.example/" + name + ":1", Status: models.ImageCertified}
-			if err := s.CreateImage(ctx, img); err != nil {
-				t.Fatal(err)
-			}
-			imgs = append(imgs, img)
-		}
+		imgs := certifiedImages(t, s, "torch", "jax", "tf")
 		held := func() map[[2]int64]time.Time {
 			t.Helper()
 			rows, err := s.NodeImages(ctx)
@@ -81,14 +88,7 @@ func TestImageUses(t *testing.T) {
 		ctx := context.Background()
 		u, p := fixture(t, s)
 		since := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-		var imgs []*models.Image
-		for _, name := range []string{"torch", "jax", "tf"} {
-			img := &models.Image{Name: name, Reference: "reg.example/" + name + ":1", Status: models.ImageCertified}
-			if err := s.CreateImage(ctx, img); err != nil {
-				t.Fatal(err)
-			}
-			imgs = append(imgs, img)
-		}
+		imgs := certifiedImages(t, s, "torch", "jax", "tf")
 		submit := func(img *int64, at time.Time) {
 			t.Helper()
 			j := &models.Job{Name: "train", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research", ImageID: img, SubmittedAt: at}
