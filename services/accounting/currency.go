@@ -31,21 +31,19 @@ func (a *Accounting) Currency(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// SetCurrency names the currency, audited with the actor of ctx. Amounts are not
-// converted: the numbers stay as they are and are read in the new currency.
-func (a *Accounting) SetCurrency(ctx context.Context, code string) error {
+// SetCurrency names the currency, audited with the actor of ctx, and returns its code
+// as stored (upper case). Amounts are not converted: the numbers stay as they are and
+// are read in the new currency.
+func (a *Accounting) SetCurrency(ctx context.Context, code string) (string, error) {
 	code = strings.ToUpper(strings.TrimSpace(code))
 	if _, err := currency.ParseISO(code); err != nil {
-		return models.Invalid("currency", "%.12q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
+		return "", models.Invalid("currency", "%.12q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
 	}
 	old, err := a.Currency(ctx)
-	if err != nil {
-		return err
+	if err != nil || old == code {
+		return code, err
 	}
-	if old == code {
-		return nil
-	}
-	return a.store.InTx(ctx, func(tx *store.Store) error {
+	return code, a.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.PutSetting(ctx, currencyKey, code); err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func (s *Store) ImageUses(ctx context.Context, since time.Time) (map[int64]int, 
 		ImageID int64
 		Jobs    int
 	}
-	err := s.with(ctx).Model(&models.Job{}).Select("image_id, COUNT(*) AS jobs").
+	err := s.read(ctx).Model(&models.Job{}).Select("image_id, COUNT(*) AS jobs").
 		Where("image_id IS NOT NULL AND submitted_at >= ?", since.UTC()).Group("image_id").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("count jobs per image since %s: %w", since.UTC().Format(time.RFC3339), err)
