@@ -95,6 +95,9 @@ func TestCostPagePanels(t *testing.T) {
 		_, body := s.send(admin, "GET", costPage, "", nil)
 		for _, want := range []string{
 			`data-testid="cost-chart" data-total="15000000"`, `data-testid="cost-total">15.00<`,
+			// Every amount's currency: the chart's heading and title, the table's caption, the columns.
+			`<h2 id="spend-title">Spend over time, in USD</h2>`, `<title id="chart-title">Spend per period in USD, stacked</title>`,
+			"<caption>The numbers of the chart, in USD</caption>", `<th scope="col">Cost (USD)</th>`,
 			"<tr><td>A100-80GB</td><td class=\"num\">3.0</td><td class=\"num\">12.00</td></tr>",
 			"<tr><td>L4-24GB</td><td class=\"num\">3.0</td><td class=\"num\">3.00</td></tr>",
 			// Most idle cost first, then the most GPU cost.
