@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,11 +251,16 @@ func (w *benchWorld) get(b *testing.B, path string, header map[string]string) []
 	return body
 }
 
-// load sends b.N requests to t from 8 clients and reports latency and rate.
+// benchClients is how many clients load a target at once, whatever GOMAXPROCS is.
+const benchClients = 8
+
+// load sends b.N requests to t from benchClients clients and reports latency and rate.
 func (w *benchWorld) load(b *testing.B, t benchTarget) float64 {
 	var mu sync.Mutex
 	var all []time.Duration
-	b.SetParallelism(4) // 4 × GOMAXPROCS clients: 8 on two cores
+	// RunParallel starts parallelism × GOMAXPROCS goroutines: 8 whether the benchmark
+	// has one CPU (PostgreSQL on the other) or two.
+	b.SetParallelism((benchClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	cpu := processCPU(b)
 	pgCPU := localPostgresCPU(w.postmaster)
 	b.ResetTimer()
