@@ -2,7 +2,7 @@
 # The whole test suite, on a fresh Debian machine or a laptop: vet, format, then
 # `go test -race` against SQLite and a throw-away PostgreSQL that this script installs
 # (when missing), starts on a free loopback port, and stops afterwards; Slurm tests run on
-# a single-host Slurm started the same way (scripts/slurm.sh); browser tests
+# two single-host Slurms started the same way (scripts/slurm.sh); browser tests
 # run in headless Chromium, installed with apt-get when missing; the agent's container
 # runtimes run real containers in podman and a throw-away docker daemon (scripts/containers.sh).
 set -euo pipefail
@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d /tmp/gantry-test.XXXXXX)
 cleanup() {
-  scripts/pg.sh stop "$tmp/pg" || true; scripts/slurm.sh stop "$tmp/slurm" || true
+  scripts/pg.sh stop "$tmp/pg" || true
+  scripts/slurm.sh stop "$tmp/slurm" || true; scripts/slurm.sh stop "$tmp/slurm2" || true
   scripts/containers.sh stop "$tmp/containers" || true; rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -28,9 +29,13 @@ export GANTRY_TEST_POSTGRES_URL GANTRY_REQUIRE_POSTGRES=1
 echo "throw-away server at ${GANTRY_TEST_POSTGRES_URL%%\?*}"
 
 echo "== Slurm"
-GANTRY_TEST_SLURM_CONF=$(scripts/slurm.sh start "$tmp/slurm")
+# Two clusters: a test holds a whole one (slurmtest.Conf), and the real-Slurm tests,
+# mostly waiting on Slurm's clocks, would otherwise be the longest path of the run.
+slurm1=$(scripts/slurm.sh start "$tmp/slurm")
+slurm2=$(scripts/slurm.sh start "$tmp/slurm2")
+GANTRY_TEST_SLURM_CONF=$slurm1:$slurm2
 export GANTRY_TEST_SLURM_CONF GANTRY_REQUIRE_SLURM=1
-echo "throw-away Slurm with $GANTRY_TEST_SLURM_CONF"
+echo "throw-away Slurms with $GANTRY_TEST_SLURM_CONF"
 
 echo "== Chromium"
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ -z "${GANTRY_CHROMIUM:-}" ]; then

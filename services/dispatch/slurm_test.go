@@ -40,12 +40,13 @@ type slurmEnv struct {
 	sp     *dispatch.SlurmPools
 }
 
-// eachSlurm runs fn on every database backend with a Slurm pool on the test Slurm.
-// tune, when given, changes the pools' configuration (the runner it wraps is the
-// commands').
+// eachSlurm runs fn on every database backend with a Slurm pool on a test Slurm, the
+// backends at once when there are test Slurms for both. tune, when given, changes the
+// pools' configuration (the runner it wraps is the commands').
 func eachSlurm(t *testing.T, tune func(*dispatch.SlurmConfig), fn func(t *testing.T, s *slurmEnv)) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
 			conf := slurmtest.Conf(t)
 			dbConf := b.Config(t)
 			st := storetest.Open(t, dbConf)

@@ -23,7 +23,8 @@ import (
 // research < production with preempt/qos, a 5 s grace time and requeue.
 
 // realSlurm returns a backend on that Slurm, held for the test (slurmtest.Conf), or
-// skips (fails when GANTRY_REQUIRE_SLURM=1) when there is none.
+// skips (fails when GANTRY_REQUIRE_SLURM=1) when there is none. The tests run in
+// parallel: each waits for a cluster of its own.
 func realSlurm(t *testing.T) (*Backend, string) {
 	t.Helper()
 	conf := slurmtest.Conf(t)
@@ -156,6 +157,7 @@ func readLog(t *testing.T, path string) string {
 }
 
 func TestRealInventory(t *testing.T) {
+	t.Parallel()
 	b, _ := realSlurm(t)
 	if err := b.Ping(context.Background()); err != nil {
 		t.Fatal(err)
@@ -179,6 +181,7 @@ func TestRealInventory(t *testing.T) {
 }
 
 func TestRealJobsSucceedAndFailWithLogsAndAccounting(t *testing.T) {
+	t.Parallel()
 	b, _ := realSlurm(t)
 	w := follow(t, b)
 	okJob, failJob := nextJobID(), nextJobID()
@@ -218,6 +221,7 @@ func TestRealJobsSucceedAndFailWithLogsAndAccounting(t *testing.T) {
 // A Slurm job id Gantry tracks for one job, held by another (as when Slurm's ids
 // restart): the tracked job is lost at once, and the other is shown as foreign.
 func TestRealJobIDOfAnotherJob(t *testing.T) {
+	t.Parallel()
 	b, _ := realSlurm(t)
 	w := follow(t, b)
 	theirs, ours := nextJobID(), nextJobID()
@@ -251,6 +255,7 @@ func TestRealJobIDOfAnotherJob(t *testing.T) {
 // checkpoint each refuse, saying whose job it is, and the other job runs on, not
 // held, not signalled.
 func TestRealActionsSpareAnotherJobUnderTheID(t *testing.T) {
+	t.Parallel()
 	b, conf := realSlurm(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -326,6 +331,7 @@ func TestRealActionsSpareAnotherJobUnderTheID(t *testing.T) {
 }
 
 func TestRealHoldReleaseCancel(t *testing.T) {
+	t.Parallel()
 	b, _ := realSlurm(t)
 	w := follow(t, b)
 	ctx := context.Background()
@@ -376,6 +382,7 @@ func TestRealHoldReleaseCancel(t *testing.T) {
 // A job that Slurm requeued once, held, and released as Gantry's attempt 4 runs as
 // attempt 4 (not 4 plus the requeue before the release), and the next requeue as 5.
 func TestRealReleaseRunsTheAttemptGantryNames(t *testing.T) {
+	t.Parallel()
 	b, conf := realSlurm(t)
 	w := follow(t, b)
 	job := nextJobID()
@@ -417,6 +424,7 @@ func TestRealReleaseRunsTheAttemptGantryNames(t *testing.T) {
 // checkpoint and exits; Slurm requeues it at the end of the grace time; its next run
 // resumes from the checkpoint.
 func TestRealPreemptionCheckpointsAndRequeues(t *testing.T) {
+	t.Parallel()
 	b, _ := realSlurm(t)
 	w := follow(t, b)
 	victimJob := nextJobID()
@@ -479,6 +487,7 @@ while :; do step=$((step + 1)); sleep 0.2; done`
 // running job keeps running on its node and is not lost; when slurmctld returns the
 // follower recovers and reports its end.
 func TestRealSlurmDownAndBack(t *testing.T) {
+	t.Parallel()
 	b, conf := realSlurm(t)
 	w := follow(t, b)
 	ctx := context.Background()

@@ -1,10 +1,12 @@
-// Package slurmtest gives tests the throw-away Slurm of scripts/slurm.sh, one test at
-// a time: the cluster has one node, and tests of several packages (run in parallel by
-// go test) would otherwise take each other's GPUs, preempt each other's jobs by QOS,
-// or see slurmctld stopped by another test.
+// Package slurmtest gives tests the throw-away Slurms of scripts/slurm.sh, one test at
+// a time on each: a cluster has one node, and tests of several packages (run in
+// parallel by go test) would otherwise take each other's GPUs, preempt each other's
+// jobs by QOS, or see slurmctld stopped by another test. With several clusters, as
+// many tests run at once.
 package slurmtest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,29 +16,53 @@ import (
 	"time"
 )
 
-// Conf returns the slurm.conf of the test Slurm (GANTRY_TEST_SLURM_CONF) and holds
-// the cluster for t until it ends. Without one it skips t, or fails it when
+// Conf returns the slurm.conf of a test Slurm (GANTRY_TEST_SLURM_CONF: one path, or
+// several separated by the path list separator) and holds that cluster for t until it
+// ends, waiting while every cluster is held. Without one it skips t, or fails it when
 // GANTRY_REQUIRE_SLURM=1.
 func Conf(t testing.TB) string {
 	t.Helper()
-	conf := os.Getenv("GANTRY_TEST_SLURM_CONF")
-	if conf == "" {
+	confs := filepath.SplitList(os.Getenv("GANTRY_TEST_SLURM_CONF"))
+	if len(confs) == 0 {
 		if os.Getenv("GANTRY_REQUIRE_SLURM") == "1" {
 			t.Fatal("GANTRY_REQUIRE_SLURM=1 but GANTRY_TEST_SLURM_CONF is not set: start one with scripts/slurm.sh start DIR")
 		}
 		t.Skip("no Slurm: set GANTRY_TEST_SLURM_CONF to what scripts/slurm.sh start DIR prints")
 	}
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(conf), "tests.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatalf("lock the test Slurm: %v", err)
+	var locks []*os.File
+	t.Cleanup(func() { // closing releases the lock
+		for _, f := range locks {
+			f.Close()
+		}
+	})
+	for _, conf := range confs {
+		f, err := os.OpenFile(filepath.Join(filepath.Dir(conf), "tests.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatalf("lock the test Slurm %s: %v", conf, err)
+		}
+		locks = append(locks, f)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("lock the test Slurm: %v", err)
+	i := hold(t, locks)
+	waitResponding(t, confs[i])
+	return confs[i]
+}
+
+// hold takes the first of locks that nobody holds, trying them all again until one
+// is free, and returns its index.
+func hold(t testing.TB, locks []*os.File) int {
+	t.Helper()
+	for {
+		for i, f := range locks {
+			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				return i
+			}
+			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				t.Fatalf("lock the test Slurm: %v", err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Cleanup(func() { f.Close() }) // closing releases the lock
-	waitResponding(t, conf)
-	return conf
 }
 
 // waitResponding waits until slurmctld answers and hears from every node: a test
