@@ -7,6 +7,7 @@ package slurmtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,23 +43,25 @@ func Conf(t testing.TB) string {
 		}
 		locks = append(locks, f)
 	}
-	i := hold(t, locks)
+	i, err := hold(locks)
+	if err != nil {
+		t.Fatalf("hold a test Slurm: %v", err)
+	}
 	waitResponding(t, confs[i])
 	return confs[i]
 }
 
 // hold takes the first of locks that nobody holds, trying them all again until one
 // is free, and returns its index.
-func hold(t testing.TB, locks []*os.File) int {
-	t.Helper()
+func hold(locks []*os.File) (int, error) {
 	for {
 		for i, f := range locks {
 			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 			if err == nil {
-				return i
+				return i, nil
 			}
 			if !errors.Is(err, syscall.EWOULDBLOCK) {
-				t.Fatalf("lock the test Slurm: %v", err)
+				return 0, fmt.Errorf("lock %s: %w", f.Name(), err)
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
