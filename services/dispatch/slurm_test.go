@@ -862,15 +862,14 @@ func (c *clusterSwitch) reach(cluster string) {
 // between clusters; the pool reads its nodes and cluster again only when that file
 // changes.
 func eachSlurmMovable(t *testing.T, fn func(t *testing.T, s *slurmEnv, c *clusterSwitch)) {
-	var other atomic.Pointer[string]
-	tune := func(cfg *dispatch.SlurmConfig) {
-		cfg.InventoryEvery = time.Hour
-		exec := cfg.Runner
-		cfg.Runner = func(sc slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(sc), name: &other} }
-	}
-	eachSlurm(t, tune, func(t *testing.T, s *slurmEnv) {
-		other.Store(nil)
-		c := &clusterSwitch{s: s, conf: filepath.Join(t.TempDir(), "slurm.conf"), name: &other}
+	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		// The switch is the subtest's own: the stores' subtests run at once.
+		other := new(atomic.Pointer[string])
+		exec := s.scfg.Runner
+		s.scfg.InventoryEvery = time.Hour
+		s.scfg.Runner = func(sc slurm.Config) slurm.Runner { return &clusterNamed{Runner: exec(sc), name: other} }
+		s.sp = s.svc.SlurmPools(s.scfg)
+		c := &clusterSwitch{s: s, conf: filepath.Join(t.TempDir(), "slurm.conf"), name: other}
 		s.writeConf(c.conf, false)
 		s.reconfigure(func(sc *slurm.Config) { sc.SlurmConf = c.conf })
 		fn(t, s, c)
