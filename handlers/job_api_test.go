@@ -148,7 +148,7 @@ func TestJobAPI(t *testing.T) {
 		if err := json.Unmarshal(body, &job); status != 200 || err != nil || len(job.Events) != 1 || job.Events[0].Reason != "submitted" {
 			t.Fatalf("GET job = %d %s", status, body)
 		}
-		for path, want := range map[string]int{"/api/v1/jobs/99": 404, "/api/v1/jobs/x": 400, "/api/v1/jobs/1/logs?stream=stdin": 400, "/api/v1/jobs/1/logs?attempt=5": 400} {
+		for path, want := range map[string]int{"/api/v1/jobs/99": 404, "/api/v1/jobs/x": 400, "/api/v1/jobs/1/logs?stream=stdin": 400, "/api/v1/jobs/1/logs?attempt=5": 400, "/api/v1/jobs/1/logs?follow=yes": 400} {
 			if status, body, _ := get(path); status != want {
 				t.Errorf("GET %s = %d %s, want %d", path, status, body, want)
 			}
@@ -223,7 +223,7 @@ func TestJobLogsFollow(t *testing.T) {
 	srv := jobAPI(t, st, user, &kicks{})
 	body := make(chan string, 1)
 	go func() {
-		res, err := http.Get(srv.URL + "/api/v1/jobs/" + strconv.FormatInt(j.ID, 10) + "/logs?follow=1")
+		res, err := http.Get(srv.URL + "/api/v1/jobs/" + strconv.FormatInt(j.ID, 10) + "/logs?follow=true")
 		if err != nil {
 			t.Error(err)
 			body <- ""

@@ -23,7 +23,7 @@ const logFollowPoll = 250 * time.Millisecond
 // order they arrived, or one with ?stream=stdout|stderr. ?attempt=N picks an
 // attempt (the latest by default); ?after=CURSOR continues from the
 // X-Gantry-Log-Cursor of an earlier answer (one answer holds at most 8 MiB).
-// ?follow=1 keeps the answer open, streaming output until the attempt ends.
+// ?follow=1 (or true) keeps the answer open, streaming output until the attempt ends.
 func (h *Handler) JobLogs(c *gin.Context) {
 	if currentUser(c) == nil {
 		return
@@ -36,7 +36,7 @@ func (h *Handler) JobLogs(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if c.Query("follow") == "1" {
+	if q.follow {
 		if q.attempt == 0 {
 			q.attempt = h.firstAttempt(c.Request.Context(), j.ID)
 		}
@@ -68,6 +68,7 @@ type logQuery struct {
 	attempt int
 	stream  string
 	after   int64
+	follow  bool
 }
 
 // logQueryOf reads the query of a log request, or answers 400.
@@ -92,6 +93,16 @@ func logQueryOf(c *gin.Context, j *models.Job) (logQuery, bool) {
 			return q, false
 		}
 		q.after = n
+	}
+	// Checked, not compared with "1": ?follow=yes would otherwise answer what was
+	// written so far and end, as if the job had stopped writing.
+	if f := c.Query("follow"); f != "" {
+		follow, err := strconv.ParseBool(f)
+		if err != nil {
+			jsonError(c, http.StatusBadRequest, "invalid", "follow must be 1 or true to stream until the attempt ends, 0 or false (or absent) not to", "follow")
+			return q, false
+		}
+		q.follow = follow
 	}
 	return q, true
 }
