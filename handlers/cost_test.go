@@ -204,13 +204,15 @@ func TestCostAPI(t *testing.T) {
 		if v := read("bob", "/api/v1/cost?by=team"+march); v.All || v.Projects == nil || len(v.Projects) != 0 || v.Rows == nil || len(v.Rows) != 0 || v.Total != "0.000000" {
 			t.Errorf("outsider: %+v", v)
 		}
-		for _, bad := range []struct{ query, field string }{
-			{"?by=colour", "by"}, {"?bucket=hour", "bucket"}, {"?from=March", "from"}, {"?to=2026-02-30", "to"},
-			{"?from=2026-03-02&to=2026-03-01", "to"}, {"?resource=gold", "resource"},
+		for _, bad := range []struct{ query, field, says string }{
+			{"?by=colour", "by", `"colour"`}, {"?bucket=hour", "bucket", `"hour"`}, {"?from=March", "from", `"March"`}, {"?to=2026-02-30", "to", `"2026-02-30"`},
+			// The days as typed: to is the last day, not the day after it.
+			{"?from=2026-03-02&to=2026-03-01", "to", "2026-03-01 is before from (2026-03-02)"}, {"?resource=gold", "resource", `"gold"`},
 		} {
 			status, body, _ := get("ada", "/api/v1/cost"+bad.query)
 			var e struct{ Error handlers.APIError }
-			if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &e) != nil || e.Error.Field != bad.field || e.Error.Code != "invalid" || e.Error.Message == "" {
+			if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &e) != nil || e.Error.Field != bad.field || e.Error.Code != "invalid" ||
+				!strings.Contains(e.Error.Message, bad.says) {
 				t.Errorf("GET /api/v1/cost%s = %d %s, want 400 on %s", bad.query, status, body, bad.field)
 			}
 		}

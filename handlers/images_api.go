@@ -25,8 +25,7 @@ type apiImage struct {
 // ImagesAPIIndex lists the catalog as JSON, with the page's search parameters.
 func (h *Handler) ImagesAPIIndex(c *gin.Context) {
 	imgs, err := h.images.Catalog(c.Request.Context(), imageFilter(c))
-	if err != nil {
-		h.serverError(c, err)
+	if h.failed(c, err, nil) {
 		return
 	}
 	out := make([]apiImage, 0, len(imgs))

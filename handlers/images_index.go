@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/images"
 	"github.com/gantry-gpu/gantry/services/store"
@@ -31,6 +33,11 @@ func imageFilter(c *gin.Context) store.ImageFilter {
 func (h *Handler) renderImages(c *gin.Context, status int, d templates.ImagesData) {
 	f := imageFilter(c)
 	m, err := h.images.CompatibilityMatrix(c.Request.Context(), f)
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		// The page with its filter marked, and no results for a search that cannot match.
+		status, d.FilterError, d.FilterField, err = http.StatusBadRequest, fieldMessage(fe), fe.Field, nil
+	}
 	if err != nil {
 		h.serverError(c, err)
 		return

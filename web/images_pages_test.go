@@ -66,6 +66,21 @@ func TestImagesCatalogThroughThePages(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != 200 || len(out.Images) != 1 || out.Images[0].Name != "pytorch-2.5-cuda12.4" {
 		t.Fatalf("API catalog = %d %s", res.StatusCode, body)
 	}
+
+	// A framework or status no image can have is refused, naming the field, not
+	// answered with an empty catalog.
+	for q, field := range map[string]string{"status=certifed": "status", "framework=torch&q=pytorch": "framework"} {
+		res, body = s.send(s.browser(), "GET", "/api/v1/images?"+q, "", map[string]string{"Authorization": "Bearer " + secret})
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"field":"`+field+`"`) || !strings.Contains(body, "one of") {
+			t.Errorf("API catalog ?%s = %d %s, want 400 naming %s", q, res.StatusCode, body, field)
+		}
+		res, body = s.send(ada, "GET", "/images?"+q, "", nil)
+		marked := regexp.MustCompile(`<select\s+id="` + field + `"\s+name="` + field + `"\s+aria-invalid="true"`)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `role="alert">`+strings.ToUpper(field[:1])+field[1:]+":") ||
+			!marked.MatchString(body) || strings.Contains(body, "pytorch-2.5-cuda12.4") {
+			t.Errorf("catalog page ?%s = %d; want 400 with %s marked and no results", q, res.StatusCode, field)
+		}
+	}
 }
 
 // The catalog says which nodes hold each image, as their agents reported.

@@ -60,7 +60,7 @@ func TestCostReport(t *testing.T) {
 			for _, c := range []struct{ args, says string }{
 				{"--by colour", `--by: "colour" is not one of team, project`},
 				{"--from 2026-3-1", `--from "2026-3-1": want a day as YYYY-MM-DD`},
-				{"--from 2026-03-05 --to 2026-03-01", "--to: 2026-03-02 is not after from 2026-03-05"},
+				{"--from 2026-03-05 --to 2026-03-01", "--to: 2026-03-01 is before from (2026-03-05)"},
 				{"--format xml", `--format "xml": want table or csv`},
 			} {
 				_, stderr, code := gantry(t, nil, append(append([]string{"cost", "report"}, strings.Fields(c.args)...), dbArgs(cfg)...)...)

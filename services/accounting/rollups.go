@@ -98,7 +98,9 @@ func (q *Query) validate() error {
 	case q.From.IsZero() || q.To.IsZero():
 		return models.Invalid("from", "a roll-up needs both from and to (dates, UTC)")
 	case !q.From.Before(q.To):
-		return models.Invalid("to", "%s is not after from %s", q.To.Format(time.DateOnly), q.From.Format(time.DateOnly))
+		// Said as the last day, as callers take it (To is the day after it).
+		return models.Invalid("to", "%s is before from (%s): to is the last day, on or after from",
+			q.To.AddDate(0, 0, -1).Format(time.DateOnly), q.From.Format(time.DateOnly))
 	case q.To.Sub(q.From) > maxRange:
 		return models.Invalid("to", "the range from %s to %s is longer than five years", q.From.Format(time.DateOnly), q.To.Format(time.DateOnly))
 	case q.Limit < 0 || (q.Limit > 0 && q.Bucket != ""):

@@ -26,6 +26,9 @@ type MatrixRow struct {
 
 // CompatibilityMatrix judges every catalog image matching f against every node.
 func (s *Service) CompatibilityMatrix(ctx context.Context, f store.ImageFilter) (Matrix, error) {
+	if err := checkFilter(f); err != nil {
+		return Matrix{}, err
+	}
 	imgs, err := s.store.ImagesMatching(ctx, f)
 	if err != nil {
 		return Matrix{}, err

@@ -16,6 +16,9 @@ import (
 // Frameworks an image may declare.
 var Frameworks = []string{"pytorch", "tensorflow", "jax", "cuda", "other"}
 
+// Statuses an image may have.
+var Statuses = []string{models.ImageCertified, models.ImageUncertified, models.ImageDeprecated}
+
 // Service manages the catalog; every change is audited in the same transaction.
 type Service struct {
 	store *store.Store
@@ -112,7 +115,7 @@ func (s *Service) Add(ctx context.Context, in Input) (*models.Image, error) {
 // SetStatus certifies, un-certifies or deprecates an image. Running jobs are not touched;
 // new submissions of a deprecated image are refused by the submission policy.
 func (s *Service) SetStatus(ctx context.Context, name, status string) (*models.Image, error) {
-	if status != models.ImageCertified && status != models.ImageUncertified && status != models.ImageDeprecated {
+	if !slices.Contains(Statuses, status) {
 		return nil, models.Invalid("status", "must be certified, uncertified or deprecated")
 	}
 	return s.update(ctx, name, "image."+status, func(img *models.Image) any {
@@ -155,7 +158,22 @@ func (s *Service) update(ctx context.Context, name, action string, change func(*
 
 // Catalog lists the images matching f, certified first.
 func (s *Service) Catalog(ctx context.Context, f store.ImageFilter) ([]models.Image, error) {
+	if err := checkFilter(f); err != nil {
+		return nil, err
+	}
 	return s.store.ImagesMatching(ctx, f)
+}
+
+// checkFilter refuses a framework or status no image can have: a search for one would
+// find nothing and not say why (a URL typed or kept from an older version).
+func checkFilter(f store.ImageFilter) error {
+	if f.Framework != "" && !slices.Contains(Frameworks, f.Framework) {
+		return models.Invalid("framework", "%q is not a framework: one of %s (or empty for any)", f.Framework, strings.Join(Frameworks, ", "))
+	}
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
+		return models.Invalid("status", "%q is not an image status: one of %s (or empty for any)", f.Status, strings.Join(Statuses, ", "))
+	}
+	return nil
 }
 
 func firstNonEmpty(a, b string) string {
