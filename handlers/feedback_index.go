@@ -39,9 +39,18 @@ func (h *Handler) renderFeedbackBoard(c *gin.Context, status int, d templates.Fe
 		f.Statuses = nil
 	case slices.Contains(feedback.Statuses, d.Status):
 		f.Statuses = []string{d.Status}
+	case d.Status != "":
+		h.errorPage(c, http.StatusBadRequest, "Unknown status", "Status "+strconv.Quote(d.Status)+" is not one of "+
+			strings.Join(feedback.Statuses, ", ")+" or all (empty: the open ones): pick one from the list.")
+		return
 	}
-	if slices.Contains(feedback.Categories, d.Category) {
+	switch {
+	case slices.Contains(feedback.Categories, d.Category):
 		f.Category = d.Category
+	case d.Category != "":
+		h.errorPage(c, http.StatusBadRequest, "Unknown category", "Category "+strconv.Quote(d.Category)+" is not one of "+
+			strings.Join(feedback.Categories, ", ")+" (empty: any): pick one from the list.")
+		return
 	}
 	items, err := h.feedback.Board(ctx, f)
 	if err != nil {

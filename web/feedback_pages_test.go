@@ -67,6 +67,17 @@ func TestFeedbackLoopThroughThePages(t *testing.T) {
 		if !strings.Contains(board, "More A100s on Mondays") || !strings.Contains(board, `aria-pressed="true"`) {
 			t.Fatalf("board does not show the item with bob's vote")
 		}
+		for q, says := range map[string]string{
+			"status=capacity":  `Status &#34;capacity&#34; is not one of new, planned`,
+			"category=planned": `Category &#34;planned&#34; is not one of bug, idea`,
+		} {
+			if res, body := s.send(bob, "GET", "/feedback?"+q, "", nil); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, says) {
+				t.Errorf("board ?%s = %d; want 400 saying %s", q, res.StatusCode, says)
+			}
+		}
+		if _, board := s.send(bob, "GET", "/feedback?status=all&category=capacity", "", nil); !strings.Contains(board, "More A100s on Mondays") {
+			t.Error("the board of every status in the item's category lacks it")
+		}
 
 		res, _ = s.send(ada, "POST", "/feedback/"+item+"/answer", url.Values{"csrf_token": {token}, "status": {"done"}, "answer": {"self-served"}}.Encode(), nil)
 		if res.StatusCode != http.StatusForbidden {
