@@ -42,7 +42,12 @@ func (h *Handler) AlertsIndex(c *gin.Context) {
 		}
 		f.States = []string{d.State}
 	}
-	if before, err := strconv.ParseInt(c.Query("before"), 10, 64); err == nil && before > 0 {
+	if raw := c.Query("before"); raw != "" {
+		before, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || before <= 0 {
+			h.errorPage(c, http.StatusBadRequest, "Bad page", "Before: "+strconv.Quote(raw)+" is not an alert id; follow the page's own links.")
+			return
+		}
 		f.BeforeID = before
 	}
 	v, err := h.costViewer(ctx, user)

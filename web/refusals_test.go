@@ -65,6 +65,9 @@ func TestRefusalsSayWhatToDoNext(t *testing.T) {
 			{"a member", ada, "/projects/nope/templates", 404, `404 No such project There is no project "nope". Your projects lists the ones you belong to`, "/projects"},
 			{"an admin", admin, "/admin/nodes/nope", 404, "404 No such node There is no node nope. See every node on the nodes page", "/admin/nodes"},
 			{"an admin", admin, "/admin/pools/nope", 404, `404 No such pool There is no pool "nope". The pools page lists every pool`, "/admin/pools"},
+			{"a member", ada, "/alerts?before=newest", 400, `400 Bad page Before: "newest" is not an alert id; follow the page's own links.`, ""},
+			{"a member", ada, "/alerts?state=open", 400, `400 Unknown state State "open" is not one of firing, acknowledged, silenced, resolved: pick one from the list.`, ""},
+			{"a member", ada, "/feedback?status=open", 400, `400 Unknown status Status "open" is not one of new, planned, in-progress, done, declined or all (empty: the open ones): pick one from the list.`, ""},
 			{"a member", ada, "/nowhere", 404, "404 Page not found There is no page at /nowhere. Use the navigation above to find your way.", ""},
 		}
 		tags := regexp.MustCompile(`<[^>]*>`)
