@@ -86,7 +86,7 @@ func formError(f templates.JobForm, fe *models.FieldError) (field, message strin
 	field = formFieldOf(f, fe.Field)
 	label := jobFormLabels[field]
 	if label == "" {
-		label = capitalize(fe.Field)
+		label = fieldLabel(fe.Field)
 	}
 	msg := fe.Message
 	if field == "env" && fe.Field != "env" {

@@ -86,8 +86,23 @@ func (h *Handler) failed(c *gin.Context, err error, invalid func(*models.FieldEr
 
 // fieldMessage says a field error as a sentence for a page: "State: … ."
 func fieldMessage(fe *models.FieldError) string {
-	return capitalize(fe.Field) + ": " + fe.Message + "."
+	return fieldLabel(fe.Field) + ": " + fe.Message + "."
 }
+
+// fieldLabel names a form field as a person would: "session_idle" is "Session idle",
+// "cpu_lending_limit" "CPU lending limit".
+func fieldLabel(field string) string {
+	words := strings.FieldsFunc(field, func(r rune) bool { return r == '_' || r == '.' })
+	for i, w := range words {
+		if a, ok := fieldAcronyms[w]; ok {
+			words[i] = a
+		}
+	}
+	return capitalize(strings.Join(words, " "))
+}
+
+// fieldAcronyms are the words of field names written otherwise in a label.
+var fieldAcronyms = map[string]string{"cpu": "CPU", "gpu": "GPU", "gpus": "GPUs", "id": "ID", "mib": "MiB", "mig": "MIG", "ram": "RAM", "url": "URL", "sso": "SSO", "oidc": "OIDC"}
 
 // errorPage answers a browser with an error page that says what to do next.
 func (h *Handler) errorPage(c *gin.Context, status int, heading, message string) {

@@ -223,14 +223,14 @@ func TestSettingsThroughTheConsole(t *testing.T) {
 		ada, _ := s.member("ada")
 		token := s.csrf(admin, "/admin/settings")
 		res, body := s.form(admin, token, "/admin/settings", "local_login", "off", "session_idle", "12h0m0s", "session_lifetime", "168h0m0s")
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Local_login: single sign-on is not configured") || !strings.Contains(body, "--oidc-issuer") {
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Local login: single sign-on is not configured") || !strings.Contains(body, "--oidc-issuer") {
 			t.Fatalf("local login off without SSO = %d", res.StatusCode)
 		}
 		if on, _ := s.id.LocalLoginEnabled(t.Context()); !on {
 			t.Fatal("a refused change turned password login off")
 		}
 		res, body = s.form(admin, token, "/admin/settings", "local_login", "on", "session_idle", "soon", "session_lifetime", "168h")
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Session_idle: &#34;soon&#34; is not a duration") || !strings.Contains(body, `value="soon"`) {
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Session idle: &#34;soon&#34; is not a duration") || !strings.Contains(body, `value="soon"`) {
 			t.Fatalf("bad duration = %d", res.StatusCode)
 		}
 		res, body = s.form(admin, token, "/admin/settings", "local_login", "on", "session_idle", "48h", "session_lifetime", "24h")

@@ -83,11 +83,11 @@ func TestCostRatesPage(t *testing.T) {
 			{gpu("-1", "2026-01-01T00:00"), "rate", "Rate: -1000000 is negative"},
 			{gpu("5000", "2026-01-01T00:00"), "rate", "Rate: 5000000000 (5000.00 per gpu-hour) is absurd; at most 1000000000 (1000.00 per gpu-hour)"},
 			{gpu("two", "2026-01-01T00:00"), "rate", "Rate: &#34;two&#34; is not an amount"},
-			{gpu("2.50", "soon"), "effective_from", "Effective_from: &#34;soon&#34; is not a date and time"},
+			{gpu("2.50", "soon"), "effective_from", "Effective from: &#34;soon&#34; is not a date and time"},
 			{url.Values{"resource": {"tpu"}, "rate": {"1"}, "effective_from": {"2026-01-01T00:00"}}, "resource", "Resource: &#34;tpu&#34; is not one of gpu, cpu"},
 			{url.Values{"resource": {"cpu"}, "gpu_model": {"A100-80GB"}, "rate": {"1"}, "effective_from": {"2026-01-01T00:00"}}, "gpu_model", "only gpu rates name a GPU model"},
 			{url.Values{"resource": {"license"}, "unit": {"job-hour"}, "rate": {"1"}, "effective_from": {"2026-01-01T00:00"}}, "image_id", "a licence rate names the image"},
-			{url.Values{"resource": {"gpu"}, "pool_id": {"x"}, "rate": {"1"}, "effective_from": {"2026-01-01T00:00"}}, "pool_id", "Pool_id: &#34;x&#34; is not one of the choices"},
+			{url.Values{"resource": {"gpu"}, "pool_id": {"x"}, "rate": {"1"}, "effective_from": {"2026-01-01T00:00"}}, "pool_id", "Pool ID: &#34;x&#34; is not one of the choices"},
 		} {
 			status, _, body := s.post(admin, page, page, c.form)
 			m := invalidField.FindStringSubmatch(body)
@@ -100,7 +100,7 @@ func TestCostRatesPage(t *testing.T) {
 			t.Fatalf("add = %d %q", status, notice)
 		}
 		if status, _, body := s.post(admin, page, page, gpu("3", "2026-01-01T00:00")); status != http.StatusBadRequest ||
-			!strings.Contains(body, "Effective_from: overlaps another gpu rate of the same model") {
+			!strings.Contains(body, "Effective from: overlaps another gpu rate of the same model") {
 			t.Errorf("same key, same instant = %d", status)
 		}
 		// Metering closes time up to this hour: no rate may start inside it any more.

@@ -113,7 +113,7 @@ func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		admin := s.signIn("admin", s.password)
 		token := s.csrf(admin, "/admin/quotas")
 		res, body := s.form(admin, token, "/admin/quotas", "team", "default", "gpu_model", "", "guaranteed", "1", "cohort", "", "borrowing_limit", "2")
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Borrowing_limit: borrowing needs a cohort") {
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Borrowing limit: borrowing needs a cohort") {
 			t.Fatalf("borrowing without a cohort = %d", res.StatusCode)
 		}
 		res, body = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "one")
@@ -181,7 +181,7 @@ func TestCPUQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		admin := s.signIn("admin", s.password)
 		token := s.csrf(admin, "/admin/quotas")
 		res, body := s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "2", "cpu", "6", "cpu_lending_limit", "8")
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Cpu_lending_limit: 8 cores is more than the guaranteed 6 cores") || !strings.Contains(body, `value="8"`) {
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "CPU lending limit: 8 cores is more than the guaranteed 6 cores") || !strings.Contains(body, `value="8"`) {
 			t.Fatalf("lending more cores than guaranteed = %d", res.StatusCode)
 		}
 		if qs, _ := st.Quotas(ctx); len(qs) != 0 {
