@@ -39,6 +39,11 @@ func (a *Accounting) SetCurrency(ctx context.Context, code string) (string, erro
 	if _, err := currency.ParseISO(code); err != nil {
 		return "", models.Invalid("currency", "%.12q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
 	}
+	// ISO 4217 codes that name no money: amounts "in XXX" would mean nothing.
+	if code == "XXX" || code == "XTS" {
+		return "", models.Invalid("currency", "%s is the ISO 4217 code for %s, not a currency: write one such as USD, EUR or GBP", code,
+			map[string]string{"XXX": "no currency", "XTS": "testing"}[code])
+	}
 	old, err := a.Currency(ctx)
 	if err != nil || old == code {
 		return code, err

@@ -21,7 +21,7 @@ func TestCurrency(t *testing.T) {
 		if err != nil || cur != "USD" {
 			t.Fatalf("Currency = %q, %v; want USD before any is named", cur, err)
 		}
-		for _, bad := range []string{"", "EU", "EURO", "XYZ", "€", "U$D", strings.Repeat("E", 1<<20), "\xff\xfeD"} {
+		for _, bad := range []string{"", "EU", "EURO", "XYZ", "€", "U$D", strings.Repeat("E", 1<<20), "\xff\xfeD", "XXX", "xts"} {
 			_, err := w.acc.SetCurrency(w.ctx, bad)
 			var fe *models.FieldError
 			if !errors.As(err, &fe) || fe.Field != "currency" || !strings.Contains(fe.Message, "ISO 4217") || len(fe.Message) > 120 {
