@@ -48,7 +48,7 @@ func (h *Handler) renderImages(c *gin.Context, status int, d templates.ImagesDat
 		return
 	}
 	d.Filter = templates.ImageFilter{Query: f.Query, Framework: f.Framework, Status: f.Status}
-	d.Frameworks = images.Frameworks
+	d.Frameworks, d.Statuses = images.Frameworks, images.Statuses
 	d.CanAdmin = permission(c).CanWrite(authz.Platform)
 	if d.Form.Framework == "" {
 		d.Form.Framework = "pytorch"
