@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,10 +59,14 @@ func e2eProviderMain(dir string) int {
 		fmt.Fprintln(os.Stderr, "local cloud:", err)
 		return 2
 	}
+	// Made level by level, not MkdirAll: a call still running when its test ended (the
+	// server is killed, not its child) finds the test's directory gone and starts nothing.
 	machines := filepath.Join(dir, "machines")
-	if err := os.MkdirAll(machines, 0o750); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for _, d := range []string{dir, machines} {
+		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+			fmt.Fprintln(os.Stderr, "local cloud:", err)
+			return 1
+		}
 	}
 	out := []map[string]string{}
 	switch req.Action {
