@@ -18,6 +18,10 @@ const currencyKey = "cost.currency"
 // DefaultCurrency is the currency until an admin names another.
 const DefaultCurrency = "USD"
 
+// notMoney are the ISO 4217 codes that name no money, with what they stand for:
+// amounts "in XXX" would mean nothing.
+var notMoney = map[string]string{"XXX": "no currency", "XTS": "testing"}
+
 // Currency returns the ISO 4217 code of the currency that rates, budgets and the
 // ledger are in.
 func (a *Accounting) Currency(ctx context.Context) (string, error) {
@@ -39,10 +43,8 @@ func (a *Accounting) SetCurrency(ctx context.Context, code string) (string, erro
 	if _, err := currency.ParseISO(code); err != nil {
 		return "", models.Invalid("currency", "%.12q is not an ISO 4217 currency code: write three letters such as USD, EUR or GBP", code)
 	}
-	// ISO 4217 codes that name no money: amounts "in XXX" would mean nothing.
-	if code == "XXX" || code == "XTS" {
-		return "", models.Invalid("currency", "%s is the ISO 4217 code for %s, not a currency: write one such as USD, EUR or GBP", code,
-			map[string]string{"XXX": "no currency", "XTS": "testing"}[code])
+	if what, ok := notMoney[code]; ok {
+		return "", models.Invalid("currency", "%s is the ISO 4217 code for %s, not a currency: write one such as USD, EUR or GBP", code, what)
 	}
 	old, err := a.Currency(ctx)
 	if err != nil || old == code {
