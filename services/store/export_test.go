@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
@@ -208,3 +209,54 @@ func (s *Store) GormHandles() (shared, writerPrepared, readerPrepared bool) {
 	r, _ := s.reads.Dialector.(sqliteDialector)
 	return s.db.Config == s.reads.Config, w.prepared, r.prepared
 }
+
+// OpenCutting is Open on PostgreSQL with a Cutter: once armed, the next statement or
+// batch sent is sent on a connection that PostgreSQL has just ended (cut ends the
+// session of the pid it is given), as when the server restarts under a request.
+func OpenCutting(ctx context.Context, cfg Config, cut func(pid uint32) error) (*Store, *Cutter, error) {
+	c := &Cutter{cut: cut}
+	s, err := open(ctx, cfg, c)
+	return s, c, err
+}
+
+// Cutter ends the session under the next statement once armed.
+type Cutter struct {
+	cut   func(pid uint32) error
+	armed atomic.Bool
+	cuts  atomic.Int64
+}
+
+// Arm has the next statement or batch find its connection ended.
+func (c *Cutter) Arm() { c.armed.Store(true) }
+
+// Cuts is how many sessions were ended under a statement.
+func (c *Cutter) Cuts() int64 { return c.cuts.Load() }
+
+func (c *Cutter) cutUnder(conn *pgx.Conn) {
+	if !c.armed.CompareAndSwap(true, false) || c.cut(conn.PgConn().PID()) != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); !serverSpoke(conn.PgConn().Conn()); {
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.cuts.Add(1)
+}
+
+func (c *Cutter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.cutUnder(conn)
+	return ctx
+}
+
+func (c *Cutter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *Cutter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.cutUnder(conn)
+	return ctx
+}
+
+func (c *Cutter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *Cutter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

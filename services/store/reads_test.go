@@ -222,8 +222,8 @@ func TestReadsAndTransactionsRideOutCutConnections(t *testing.T) {
 	cutPool := func() {
 		t.Helper()
 		// Four connections in the pool, each handed out twice within the last second:
-		// pgx pings a connection handed out for the first time, or again after a second
-		// or more, and would find it dead itself.
+		// pgx's own rule pings a connection handed out for the first time, or again
+		// after a second or more; these are left to the look for the server's goodbye.
 		for range 2 {
 			held := make(chan struct{})
 			var busy sync.WaitGroup
@@ -263,5 +263,57 @@ func TestReadsAndTransactionsRideOutCutConnections(t *testing.T) {
 	}
 	if got, err := s.JobByID(ctx, second.ID); err != nil || got.Name != "eval" {
 		t.Fatalf("the job written after the cut: %+v, %v", got, err)
+	}
+	// A single statement outside a transaction is not run again when its connection
+	// dies under it (it may have committed): the pool must not hand out a connection
+	// that PostgreSQL has already ended.
+	sess := &models.Session{ID: "cut-pool", UserID: u.ID, ExpiresAt: time.Now().Add(time.Hour), LastSeenAt: time.Now()}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	cutPool()
+	seen := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
+	if err := s.TouchSession(ctx, sess.ID, seen); err != nil {
+		t.Fatalf("a single write after the cut: %v", err)
+	}
+	cutPool()
+	if got, err := s.SessionByID(ctx, sess.ID); err != nil || !got.LastSeenAt.Equal(seen) {
+		t.Fatalf("a single read after the cut: %+v, %v; want last seen %s", got, err, seen)
+	}
+}
+
+// A read, or a transaction's BEGIN, whose connection PostgreSQL ends as it is sent
+// (after the pool's look found it alive) runs again on another connection: nothing
+// of it ran.
+func TestReadsAndTransactionsRideOutACutAsTheyAreSent(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Backends()[1].Config(t)
+	fixed := storetest.Open(t, cfg)
+	ctx := context.Background()
+	u, p := fixture(t, fixed)
+	db, err := storetest.SQL(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, cutter, err := store.OpenCutting(ctx, cfg, func(pid uint32) error {
+		_, err := db.Exec("SELECT pg_terminate_backend($1)", int64(pid))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := &models.Job{Name: "train", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research"}
+	cutter.Arm()
+	if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
+		t.Fatalf("a transaction cut as it began: %v", err)
+	}
+	cutter.Arm()
+	if _, err := s.JobActivity(ctx, j.ID); err != nil {
+		t.Fatalf("a read cut as it was sent: %v", err)
+	}
+	if n := cutter.Cuts(); n != 2 {
+		t.Fatalf("%d sessions ended under a statement, want 2", n)
 	}
 }

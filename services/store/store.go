@@ -83,7 +83,7 @@ func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, erro
 		if err != nil {
 			return nil, err
 		}
-		var opts []stdlib.OptionOpenDB
+		opts := []stdlib.OptionOpenDB{stdlib.OptionShouldPing(pingBeforeReuse)}
 		if tracer != nil {
 			opts = append(opts, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
 				c.Tracer = tracer
