@@ -21,7 +21,7 @@ import (
 func newAdminCmd(g *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Offline administration: reset a password, create an API token, turn password login on or off",
+		Short: "Offline administration: reset a password, create an API token, turn password login on or off, back up the database",
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -32,7 +32,7 @@ func newAdminCmd(g *globalOpts) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	token.AddCommand(newAdminTokenCreateCmd(g))
-	cmd.AddCommand(newAdminResetPasswordCmd(g), token, newAdminLocalLoginCmd(g))
+	cmd.AddCommand(newAdminResetPasswordCmd(g), token, newAdminLocalLoginCmd(g), newAdminBackupCmd(g))
 	return cmd
 }
 
