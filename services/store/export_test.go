@@ -224,6 +224,7 @@ type Cutter struct {
 	cut   func(pid uint32) error
 	armed atomic.Bool
 	cuts  atomic.Int64
+	loud  atomic.Int64
 }
 
 // Arm has the next statement or batch find its connection ended.
@@ -232,8 +233,18 @@ func (c *Cutter) Arm() { c.armed.Store(true) }
 // Cuts is how many sessions were ended under a statement.
 func (c *Cutter) Cuts() int64 { return c.cuts.Load() }
 
+// Loud is how many of the connections cut had looked to the pool as if the server
+// had spoken on them before the cut: none should, being alive.
+func (c *Cutter) Loud() int64 { return c.loud.Load() }
+
 func (c *Cutter) cutUnder(conn *pgx.Conn) {
-	if !c.armed.CompareAndSwap(true, false) || c.cut(conn.PgConn().PID()) != nil {
+	if !c.armed.CompareAndSwap(true, false) {
+		return
+	}
+	if serverSpoke(conn.PgConn().Conn()) {
+		c.loud.Add(1)
+	}
+	if c.cut(conn.PgConn().PID()) != nil {
 		return
 	}
 	for deadline := time.Now().Add(5 * time.Second); !serverSpoke(conn.PgConn().Conn()); {

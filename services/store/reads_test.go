@@ -316,4 +316,7 @@ func TestReadsAndTransactionsRideOutACutAsTheyAreSent(t *testing.T) {
 	if n := cutter.Cuts(); n != 2 {
 		t.Fatalf("%d sessions ended under a statement, want 2", n)
 	}
+	if n := cutter.Loud(); n != 0 {
+		t.Errorf("%d live connections looked as if the server had spoken on them", n)
+	}
 }
