@@ -181,3 +181,22 @@ func TestJoinTokenCLI(t *testing.T) {
 		t.Fatalf("revoke unknown = %d %q", code, stderr)
 	}
 }
+
+// A job that writes more than --job-log-limit-mib keeps the first MiB of its output,
+// runs to its end, and its timeline says what was not kept.
+func TestServeKeepsJobLogsUpToTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	url, _ := serveFor(t, dir, "--heartbeat-interval", "300ms", "--job-log-limit-mib", "1")
+	a := api{t: t, url: url, token: apiToken(t, dir)}
+	j := a.submit(`head -c 3000000 /dev/zero | tr -c x x; echo; echo done >&2`)
+	a.wait(j.ID, "succeeded")
+	for stream, want := range map[string]string{"stdout": strings.Repeat("x", 1<<20), "stderr": "done\n"} {
+		if status, got := a.do(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d/logs?stream=%s", j.ID, stream), ""); status != http.StatusOK || got != want {
+			t.Errorf("%s: %d, %d bytes (%.20q…); want %d bytes", stream, status, len(got), got, len(want))
+		}
+	}
+	_, out := a.do(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", j.ID), "")
+	if !strings.Contains(out, "stdout reached 1 MiB, the most kept of one stream: what it writes after is not kept") {
+		t.Errorf("the job does not say its output was cut: %s", out)
+	}
+}

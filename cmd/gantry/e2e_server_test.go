@@ -42,6 +42,7 @@ var e2eTimings = dispatch.Config{
 	TickInterval:      100 * time.Millisecond,
 	LeaseRecheck:      200 * time.Millisecond,
 	KillGrace:         2 * time.Second,
+	LogLimit:          dispatch.DefaultLogLimitMiB << 20,
 }
 
 // e2eServerMain runs the control plane until SIGTERM (or SIGKILL, which is the point).

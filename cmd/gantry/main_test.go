@@ -159,6 +159,7 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 			"--telemetry-raw-retention 1m0s, --telemetry-rollup-retention 90d: telemetry raw retention 1m0s is too short: keep raw samples at least grace + 2 min (4m0s)"},
 		{"roll-ups kept for months", nil, []string{"serve", "--data-dir", t.TempDir(), "--telemetry-rollup-retention", "3 months"}, 2,
 			`--telemetry-rollup-retention "3 months": want a number of days such as 90d`},
+		{"no job logs", nil, []string{"serve", "--data-dir", t.TempDir(), "--job-log-limit-mib", "0"}, 2, "--job-log-limit-mib 0: want 1 to 1048576 (MiB)"},
 		{"no metering", nil, []string{"serve", "--data-dir", t.TempDir(), "--meter-every", "0s"}, 2, "--meter-every 0s: want more than 0 and at most 1h"},
 		{"e-mail without a server", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-from", "gantry@example.com"}, 2, "--smtp-from, --smtp-user and GANTRY_SMTP_PASSWORD need --smtp-host"},
 		{"bad sender", nil, []string{"serve", "--data-dir", t.TempDir(), "--smtp-host", "mail.example", "--smtp-from", "gantry"}, 2, `--smtp-from "gantry": want an e-mail address`},

@@ -34,6 +34,7 @@ type dispatchOpts struct {
 	auditAnchorEvery  time.Duration
 	rawRetention      time.Duration
 	rollupRetention   string
+	logLimitMiB       int64
 	pools             poolOpts
 }
 
@@ -42,6 +43,7 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	d := dispatch.DefaultConfig()
 	f.DurationVar(&o.nodeTimeout, "node-timeout", d.NodeTimeout, "a node silent this long is lost and its jobs are requeued")
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
+	f.Int64Var(&o.logLimitMiB, "job-log-limit-mib", dispatch.DefaultLogLimitMiB, "the most output kept of a job's stdout, and of its stderr, per attempt and replica, in MiB; what it writes after is not kept, and its timeline says so")
 	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
 	t := telemetry.DefaultConfig()
@@ -53,8 +55,28 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 
 // check refuses flags that startDispatch would, before serve listens.
 func (o *dispatchOpts) check() error {
+	if _, err := o.dispatchConfig(); err != nil {
+		return err
+	}
 	_, err := o.telemetryConfig()
 	return err
+}
+
+// maxLogLimitMiB bounds --job-log-limit-mib (1 TiB), far above any useful limit and
+// far from overflowing a count of bytes.
+const maxLogLimitMiB = 1 << 20
+
+// dispatchConfig is the control plane's configuration as the flags set it.
+func (o *dispatchOpts) dispatchConfig() (dispatch.Config, error) {
+	cfg := dispatch.DefaultConfig()
+	if o.logLimitMiB < 1 || o.logLimitMiB > maxLogLimitMiB {
+		return cfg, usageError{fmt.Errorf("--job-log-limit-mib %d: want 1 to %d (MiB)", o.logLimitMiB, maxLogLimitMiB)}
+	}
+	cfg.NodeTimeout, cfg.HeartbeatInterval, cfg.LogLimit = o.nodeTimeout, o.heartbeatInterval, o.logLimitMiB<<20
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
+	}
+	return cfg, nil
 }
 
 // telemetryConfig is the GPU history's retention as the flags set it.
@@ -91,10 +113,9 @@ type controlPlane struct {
 // off, a node agent for this machine, until ctx ends. Jobs the local agent runs keep
 // running across a restart of the server.
 func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *slog.Logger, dataDir string, addr net.Addr, cost *costOpts, publicURL string) (*controlPlane, error) {
-	cfg := dispatch.DefaultConfig()
-	cfg.NodeTimeout, cfg.HeartbeatInterval = o.nodeTimeout, o.heartbeatInterval
-	if err := cfg.Validate(); err != nil {
-		return nil, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
+	cfg, err := o.dispatchConfig()
+	if err != nil {
+		return nil, err
 	}
 	if o.auditAnchorEvery < 0 {
 		return nil, usageError{fmt.Errorf("--audit-anchor-every %s: want a duration such as 1h, or 0 for none", o.auditAnchorEvery)}

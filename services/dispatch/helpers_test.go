@@ -57,6 +57,7 @@ type env struct {
 var testConfig = dispatch.Config{
 	NodeTimeout: 30 * time.Second, HeartbeatInterval: 5 * time.Second,
 	TickInterval: time.Second, LeaseRecheck: time.Minute, KillGrace: 10 * time.Second,
+	LogLimit: dispatch.DefaultLogLimitMiB << 20,
 }
 
 func newEnv(t *testing.T, st *store.Store, sched dispatch.Scheduler) *env {
@@ -86,9 +87,15 @@ func newEnv(t *testing.T, st *store.Store, sched dispatch.Scheduler) *env {
 // restart builds a new service over the same store, as a restarted server does.
 func (e *env) restart(sched dispatch.Scheduler) *dispatch.Service {
 	e.t.Helper()
+	return e.restartWith(sched, testConfig)
+}
+
+// restartWith is restart with another configuration.
+func (e *env) restartWith(sched dispatch.Scheduler, cfg dispatch.Config) *dispatch.Service {
+	e.t.Helper()
 	svc, err := dispatch.New(dispatch.Deps{
 		Store: e.st, Scheduler: sched, Audit: e.audit, Telemetry: e.telemetry, Now: e.clock.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, testConfig)
+	}, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

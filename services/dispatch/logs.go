@@ -17,7 +17,8 @@ import (
 // what is stored, keeps only its new bytes; one that starts past the stored end is
 // refused with a *LogOffsetError saying where to resume. Logs of an attempt that
 // ended are still taken, so that its output is complete. The job's secret values are
-// masked (appendLog).
+// masked (appendLog). Once a stream holds Config.LogLimit bytes, what follows is
+// taken and not kept.
 func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.LogChunk) (int64, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
@@ -41,15 +42,17 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 		}
 		next := c.Offset + int64(len(c.Data))
 		switch {
-		case c.Offset > end:
-			return 0, &LogOffsetError{Next: end}
 		case next <= end:
 			return end, nil
+		case end >= s.cfg.LogLimit:
+			return next, nil
+		case c.Offset > end:
+			return 0, &LogOffsetError{Next: end}
 		}
 		err = appendLog(ctx, s.store, models.JobLogChunk{
 			JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
 			Offset: end, Data: c.Data[end-c.Offset:],
-		}, m)
+		}, m, s.cfg.LogLimit)
 		if errors.Is(err, store.ErrConflict) {
 			continue // another request stored a chunk at end first; look again
 		}
@@ -60,45 +63,76 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	}
 }
 
-// appendLog stores c as the bytes of its stream from c.Offset on, the job's secret
-// values masked. A value split between chunks is masked too: the end of a chunk that
-// begins a value is stored masked and kept in clear as the stream's tail, and the next
-// chunk, read after it, says whether the value follows (those bytes stay masked) or
-// not (they are written back). A stream that ends in the beginning of a value keeps it
-// masked. A chunk already stored at c.Offset is ErrConflict, and changes nothing.
-func appendLog(ctx context.Context, st *store.Store, c models.JobLogChunk, m masker) error {
-	if len(m.values) == 0 {
+// appendLog stores c as the bytes of its stream from c.Offset (under limit) on, the
+// job's secret values masked, and none from limit on: a chunk that reaches limit is
+// cut there, and the job's timeline says, in the same transaction, that the stream's
+// later output is not kept. A chunk already stored at c.Offset is ErrConflict, and
+// changes nothing.
+func appendLog(ctx context.Context, st *store.Store, c models.JobLogChunk, m masker, limit int64) error {
+	full := c.Offset+int64(len(c.Data)) >= limit
+	if full {
+		c.Data = c.Data[:limit-c.Offset]
+	}
+	if len(m.values) == 0 && !full {
 		return st.CreateLogChunk(ctx, &c)
 	}
 	return st.InTx(ctx, func(tx *store.Store) error {
-		tail, err := tx.LogTail(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := storeMasked(ctx, tx, c, m); err != nil || !full {
 			return err
 		}
-		var held []byte
-		if tail != nil && tail.Offset+int64(len(tail.Data)) == c.Offset {
-			held = tail.Data
+		what := c.Stream
+		if c.Replica > 0 {
+			what = fmt.Sprintf("replica %d's %s", c.Replica, c.Stream)
 		}
-		base := c.Offset - int64(len(held))
-		out, open := m.mask(slices.Concat(held, c.Data))
-		keep := len(out) - open
-		stored := slices.Clone(out)
-		copy(stored[keep:], bytes.Repeat([]byte("*"), open))
-		if n := min(len(held), keep); n > 0 && !bytes.Equal(stored[:n], bytes.Repeat([]byte("*"), n)) {
-			if err := tx.RewriteLog(ctx, c.JobID, c.Attempt, c.Replica, c.Stream, base, stored[:n]); err != nil {
-				return err
-			}
-		}
-		c.Data = stored[len(held):]
-		if err := tx.CreateLogChunk(ctx, &c); err != nil {
-			return err
-		}
-		if tail == nil && open == 0 {
-			return nil
-		}
-		return tx.SetLogTail(ctx, &models.JobLogTail{JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
-			Offset: base + int64(keep), Data: out[keep:]})
+		return tx.NoteAttempt(ctx, c.JobID, c.Attempt, "log limit",
+			fmt.Sprintf("%s reached %s, the most kept of one stream: what it writes after is not kept", what, mib(limit)))
 	})
+}
+
+// mib says a size in MiB, as the log limit is set, or else in bytes.
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// storeMasked stores c in tx with the job's secret values masked. A value split
+// between chunks is masked too: the end of a chunk that begins a value is stored
+// masked and kept in clear as the stream's tail, and the next chunk, read after it,
+// says whether the value follows (those bytes stay masked) or not (they are written
+// back). A stream that ends in the beginning of a value keeps it masked.
+func storeMasked(ctx context.Context, tx *store.Store, c models.JobLogChunk, m masker) error {
+	if len(m.values) == 0 {
+		return tx.CreateLogChunk(ctx, &c)
+	}
+	tail, err := tx.LogTail(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var held []byte
+	if tail != nil && tail.Offset+int64(len(tail.Data)) == c.Offset {
+		held = tail.Data
+	}
+	base := c.Offset - int64(len(held))
+	out, open := m.mask(slices.Concat(held, c.Data))
+	keep := len(out) - open
+	stored := slices.Clone(out)
+	copy(stored[keep:], bytes.Repeat([]byte("*"), open))
+	if n := min(len(held), keep); n > 0 && !bytes.Equal(stored[:n], bytes.Repeat([]byte("*"), n)) {
+		if err := tx.RewriteLog(ctx, c.JobID, c.Attempt, c.Replica, c.Stream, base, stored[:n]); err != nil {
+			return err
+		}
+	}
+	c.Data = stored[len(held):]
+	if err := tx.CreateLogChunk(ctx, &c); err != nil {
+		return err
+	}
+	if tail == nil && open == 0 {
+		return nil
+	}
+	return tx.SetLogTail(ctx, &models.JobLogTail{JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
+		Offset: base + int64(keep), Data: out[keep:]})
 }
 
 // masker masks a job's secret values in its output with as many '*', so that offsets

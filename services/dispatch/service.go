@@ -27,7 +27,14 @@ type Config struct {
 	LeaseRecheck time.Duration
 	// KillGrace is how long an agent waits between SIGTERM and SIGKILL.
 	KillGrace time.Duration
+	// LogLimit is the most output kept of one stream (stdout or stderr) of one
+	// replica of an attempt: a job that writes without end must not fill the
+	// database. What comes after is taken and not kept, and the timeline says so.
+	LogLimit int64
 }
+
+// DefaultLogLimitMiB is Config.LogLimit unless told otherwise, in MiB.
+const DefaultLogLimitMiB = 64
 
 // DefaultConfig is what `gantry serve` uses unless told otherwise.
 func DefaultConfig() Config {
@@ -37,6 +44,7 @@ func DefaultConfig() Config {
 		TickInterval:      time.Second,
 		LeaseRecheck:      2 * time.Second,
 		KillGrace:         10 * time.Second,
+		LogLimit:          DefaultLogLimitMiB << 20,
 	}
 }
 
@@ -45,6 +53,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeTimeout <= 0 || c.HeartbeatInterval <= 0 || c.TickInterval <= 0 || c.LeaseRecheck <= 0 || c.KillGrace <= 0:
 		return errors.New("dispatch timings must be positive")
+	case c.LogLimit <= 0:
+		return errors.New("the log limit must be positive")
 	case c.HeartbeatInterval*2 > c.NodeTimeout:
 		return fmt.Errorf("node timeout %s must be at least twice the heartbeat interval %s, or one late heartbeat loses a node", c.NodeTimeout, c.HeartbeatInterval)
 	}

@@ -27,7 +27,7 @@ func (p *SlurmPools) shipLogs(ctx context.Context, sp *slurmPool) error {
 }
 
 // shipRow stores up to LogChunk new bytes of each of a Slurm job's log files, as the
-// output of the attempt it runs now. Its files are written through the directory
+// output of the attempt it runs now, up to the log limit. Its files are written through the directory
 // the pool configures (log_dir), shared by Slurm's nodes and this server; each run
 // appends to them, and each attempt's output starts where the last one's ended.
 func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) error {
@@ -50,6 +50,9 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 		if err != nil {
 			return err
 		}
+		if end >= p.svc.cfg.LogLimit {
+			continue // the rest is not kept
+		}
 		data, err := slurm.ReadLog(f.path, f.base+end, p.cfg.LogChunk)
 		if err != nil {
 			p.svc.log.Warn("cannot read a Slurm job's log; is log_dir shared with the Slurm nodes?", "pool", sp.pool.Name, "slurm_job", r.SlurmJobID, "err", err)
@@ -61,7 +64,7 @@ func (p *SlurmPools) shipRow(ctx context.Context, sp *slurmPool, rowID int64) er
 		if len(data) == 0 {
 			continue
 		}
-		err = appendLog(ctx, p.svc.store, models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: data}, m)
+		err = appendLog(ctx, p.svc.store, models.JobLogChunk{JobID: r.JobID, Attempt: r.CurrentAttempt, Stream: f.stream, Offset: end, Data: data}, m, p.svc.cfg.LogLimit)
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("store output of Slurm job %s: %w", r.SlurmJobID, err)
 		}

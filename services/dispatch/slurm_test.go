@@ -263,9 +263,15 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 // The partition's nodes appear as read-only Gantry nodes with their GPUs; a job
 // the scheduler places there runs in Slurm, and Gantry shows it running and
 // succeeded, with the Slurm job in its events, its output in the log store (its secret
-// value masked) and its allocation charged with the times Slurm accounted.
+// value masked, its stderr cut at the log limit) and its allocation charged with the
+// times Slurm accounted.
 func TestSlurmPoolRunsAJob(t *testing.T) {
 	eachSlurm(t, nil, func(t *testing.T, s *slurmEnv) {
+		const logLimit = 100_000 // over one LogChunk, so the stderr kept takes two passes
+		cfg := testConfig
+		cfg.LogLimit = logLimit
+		s.svc = s.restartWith(realScheduler(t), cfg)
+		s.sp = s.svc.SlurmPools(s.scfg)
 		s.tick()
 		node, err := s.st.NodeByName(s.ctx, "hpc.node1")
 		if err != nil {
@@ -305,7 +311,7 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 
 		j := s.submit("hello", 1, func(j *models.Job) {
 			j.GPUModel, j.Env = "A100-80GB", `{"GREETING":"hello"}`
-			j.Command = `["sh","-c","echo \"$GREETING from $GANTRY_JOB_ID attempt $GANTRY_ATTEMPT on GPU $CUDA_VISIBLE_DEVICES\"; echo \"token $HF_TOKEN\"; echo warning >&2; sleep 2"]`
+			j.Command = `["sh","-c","echo \"$GREETING from $GANTRY_JOB_ID attempt $GANTRY_ATTEMPT on GPU $CUDA_VISIBLE_DEVICES\"; echo \"token $HF_TOKEN\"; echo warning >&2; head -c 200000 /dev/zero | tr -c x x >&2; sleep 2"]`
 		})
 		const secret = "hf_slurm-secret-61"
 		if err := s.st.SetJobSecretEnv(s.ctx, j.ID, map[string]string{"HF_TOKEN": secret}); err != nil {
@@ -327,9 +333,10 @@ func TestSlurmPoolRunsAJob(t *testing.T) {
 		if got := s.logOf(j.ID, 1, agentapi.StreamStdout); got != "hello from "+strconv.FormatInt(j.ID, 10)+" attempt 1 on GPU 0\ntoken "+strings.Repeat("*", len(secret))+"\n" {
 			t.Errorf("stdout %q", got)
 		}
-		if got := s.logOf(j.ID, 1, agentapi.StreamStderr); got != "warning\n" {
-			t.Errorf("stderr %q", got)
+		if got, want := s.logOf(j.ID, 1, agentapi.StreamStderr), "warning\n"+strings.Repeat("x", logLimit-len("warning\n")); got != want {
+			t.Errorf("stderr: %d bytes %.20q…, want %d: %.20q…", len(got), got, len(want), want)
 		}
+		wantContains(t, "events", s.eventsOf(j.ID), "stderr reached 100000 bytes, the most kept of one stream")
 		allocs, _ := s.st.AllocationsOfJob(s.ctx, j.ID)
 		if len(allocs) != 1 || allocs[0].State != models.AllocEnded || allocs[0].StartedAt == nil || allocs[0].EndedAt == nil ||
 			allocs[0].EndedAt.Sub(*allocs[0].StartedAt) < 2*time.Second || allocs[0].NodeID != node.ID || allocs[0].GPUMilli != 1000 {

@@ -695,6 +695,26 @@ func (s *Store) TransitionJob(ctx context.Context, id int64, t Transition) error
 	return nil
 }
 
+// NoteAttempt records on a job's timeline something that befell one of its attempts,
+// whatever the job's state now (NoteJob: an event of the job in a state).
+func (s *Store) NoteAttempt(ctx context.Context, jobID int64, attempt int, reason, message string) error {
+	err := s.atomically(ctx, func(tx *Store) error {
+		var state []string
+		if err := tx.with(ctx).Model(&models.Job{}).Where("id = ?", jobID).Pluck("state", &state).Error; err != nil {
+			return err
+		}
+		if len(state) == 0 {
+			return ErrNotFound
+		}
+		return tx.with(ctx).Create(&models.JobEvent{JobID: jobID, Attempt: attempt, FromState: state[0], ToState: state[0],
+			Reason: reason, Message: message}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("note %s on job %d: %w", reason, jobID, err)
+	}
+	return nil
+}
+
 // JobEvents returns the events of a job, oldest first.
 func (s *Store) JobEvents(ctx context.Context, jobID int64) ([]models.JobEvent, error) {
 	var out []models.JobEvent
