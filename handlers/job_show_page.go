@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/accounting"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -144,6 +145,9 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 	for _, e := range events {
 		d.Events = append(d.Events, templates.JobEventRow{At: e.CreatedAt.UTC().Format(pageTime), From: e.FromState, To: e.ToState,
 			Reason: e.Reason, Message: e.Message, Actor: e.Actor, Attempt: e.Attempt})
+		if e.Reason == dispatch.ReasonLogLimit {
+			d.LogCuts = append(d.LogCuts, fmt.Sprintf("Attempt %d: %s.", e.Attempt, e.Message))
+		}
 	}
 	if j.State == models.JobFailed {
 		d.Job.Failure = failure(j, events)

@@ -704,3 +704,30 @@ func TestSubmitFormWithACommandTooLong(t *testing.T) {
 		}
 	})
 }
+
+// Where a stream of an attempt reached the log limit, the logs panel says so beside
+// the output that stops there, as the timeline does.
+func TestJobPageSaysWhereTheLogWasCut(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ada := s.user("ada", "default", models.RoleMember)
+		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); strings.Contains(body, `data-testid="log-cuts"`) {
+			t.Fatal("a job whose output was all kept says it was cut")
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		cut := "stdout reached 64 MiB, the most kept of one stream: what it writes after is not kept"
+		if err := st.NoteAttempt(context.Background(), id, 1, dispatch.ReasonLogLimit, cut); err != nil {
+			t.Fatal(err)
+		}
+		_, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil)
+		if !strings.Contains(body, `<div class="notice" data-testid="log-cuts"><div>Attempt 1: `+cut+`.</div></div>`) {
+			t.Errorf("the logs panel does not say where the output was cut:\n%s", body)
+		}
+	})
+}

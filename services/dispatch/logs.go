@@ -63,6 +63,10 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	}
 }
 
+// ReasonLogLimit is the reason of the timeline event that says a stream reached the
+// log limit.
+const ReasonLogLimit = "log limit"
+
 // appendLog stores c as the bytes of its stream from c.Offset (under limit) on, the
 // job's secret values masked, and none from limit on: a chunk that reaches limit is
 // cut there, and the job's timeline says, in the same transaction, that the stream's
@@ -84,7 +88,7 @@ func appendLog(ctx context.Context, st *store.Store, c models.JobLogChunk, m mas
 		if c.Replica > 0 {
 			what = fmt.Sprintf("replica %d's %s", c.Replica, c.Stream)
 		}
-		return tx.NoteAttempt(ctx, c.JobID, c.Attempt, "log limit",
+		return tx.NoteAttempt(ctx, c.JobID, c.Attempt, ReasonLogLimit,
 			fmt.Sprintf("%s reached %s, the most kept of one stream: what it writes after is not kept", what, mib(limit)))
 	})
 }
