@@ -144,14 +144,15 @@ func (c *client) jobToken(ctx context.Context, ref agentapi.AttemptRef) (string,
 	return out.JobToken, err
 }
 
-// logs sends a chunk and returns the offset the server wants next; a chunk that
-// starts past the server's end is answered with that end, not an error.
-func (c *client) logs(ctx context.Context, chunk agentapi.LogChunk) (int64, error) {
+// logs sends a chunk and returns the server's answer: the offset it wants next, and
+// whether it keeps no more of the stream; a chunk that starts past the server's end
+// is answered with that end, not an error.
+func (c *client) logs(ctx context.Context, chunk agentapi.LogChunk) (agentapi.LogAck, error) {
 	var ack agentapi.LogAck
 	err := c.do(ctx, http.MethodPost, agentapi.PathLogs, chunk, &ack)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.body.Error.Code == agentapi.CodeLogOffset && ae.body.NextOffset != nil {
-		return *ae.body.NextOffset, nil
+		return agentapi.LogAck{NextOffset: *ae.body.NextOffset}, nil
 	}
-	return ack.NextOffset, err
+	return ack, err
 }

@@ -17,8 +17,12 @@ const (
 	shipBurst = 1 << 20
 )
 
-// shipped is how much of each stream the server holds.
+// shipped is how much of each stream the server holds, or streamFull.
 type shipped map[string]int64
+
+// streamFull marks a stream the server keeps no more of (its log limit): nothing more
+// of it is sent.
+const streamFull = -1
 
 // shipLogs sends what the attempt's output files hold beyond what was shipped, and
 // reports whether it caught up with them. The shipped offsets are saved after
@@ -41,6 +45,9 @@ func (ag *Agent) shipLogs(ctx context.Context, ref agentapi.AttemptRef, f attemp
 }
 
 func (ag *Agent) shipStream(ctx context.Context, ref agentapi.AttemptRef, f attemptFiles, stream string, off shipped) (bool, error) {
+	if off[stream] == streamFull {
+		return true, nil
+	}
 	file, err := os.Open(f.path(stream + ".log"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
@@ -58,13 +65,19 @@ func (ag *Agent) shipStream(ctx context.Context, ref agentapi.AttemptRef, f atte
 			}
 			return false, fmt.Errorf("read %s: %w", stream, err)
 		}
-		next, err := ag.client.logs(ctx, agentapi.LogChunk{AttemptRef: ref, Stream: stream, Offset: off[stream], Data: buf[:n]})
+		ack, err := ag.client.logs(ctx, agentapi.LogChunk{AttemptRef: ref, Stream: stream, Offset: off[stream], Data: buf[:n]})
 		if err != nil {
 			return false, err
 		}
-		off[stream] = next
+		off[stream] = ack.NextOffset
+		if ack.Full {
+			off[stream] = streamFull
+		}
 		if err := f.writeJSON(shippedFile, off); err != nil {
 			return false, err
+		}
+		if ack.Full {
+			return true, nil
 		}
 		sent += n
 	}

@@ -268,8 +268,11 @@ type LogChunk struct {
 }
 
 // LogAck says how much of the stream the server holds: the next offset to send.
+// Full says the stream reached the server's log limit: it keeps no more of it, and
+// the agent need send no more (a server that does not say so takes and drops it).
 type LogAck struct {
 	NextOffset int64 `json:"next_offset"`
+	Full       bool  `json:"full,omitempty"`
 }
 
 // ErrorBody is the server's error answer: {"error": {"code", "message", "field"}}.

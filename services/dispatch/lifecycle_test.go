@@ -54,7 +54,11 @@ func TestScheduleStartLogsAndSucceed(t *testing.T) {
 		}
 
 		chunk := func(stream string, off int64, data string) (int64, error) {
-			return e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: ref, Stream: stream, Offset: off, Data: []byte(data)})
+			ack, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: ref, Stream: stream, Offset: off, Data: []byte(data)})
+			if ack.Full {
+				t.Errorf("%s is full after %d bytes", stream, ack.NextOffset)
+			}
+			return ack.NextOffset, err
 		}
 		steps := []struct {
 			stream string

@@ -12,8 +12,9 @@ import (
 )
 
 // A stream keeps its first LogLimit bytes: the chunk that reaches the limit is cut
-// there, later chunks are taken (the agent moves on) and not kept, wherever they
-// start, and the job's timeline says once what was not kept. Each stream has its own
+// there, later chunks are taken (an agent that sends them anyway moves on) and not
+// kept, wherever they start, every answer from the limit on says the stream is full,
+// and the job's timeline says once what was not kept. Each stream has its own
 // limit, and secret values are masked in what is kept as below the limit.
 func TestLogLimit(t *testing.T) {
 	t.Parallel()
@@ -38,22 +39,23 @@ func TestLogLimit(t *testing.T) {
 			stream string
 			off    int64
 			data   string
-			next   int64
+			want   agentapi.LogAck
 		}{
-			{chatty.ID, "stdout", 0, "0123456789", 10},
-			{chatty.ID, "stdout", 10, "abcdefghijklmno", 25}, // reaches the limit: cut at 20
-			{chatty.ID, "stdout", 25, "more", 29},            // past it: taken, not kept
-			{chatty.ID, "stdout", 10, "abcdefghijklmno", 25}, // resent
-			{chatty.ID, "stdout", 40, "gap", 43},             // a gap past the limit is no error
-			{chatty.ID, "stderr", 0, "warning\n", 8},         // a stream of its own
-			{chatty.ID, "stderr", 8, "at the limit", 20},     // reaches it exactly
-			{chatty.ID, "stderr", 20, "beyond", 26},
-			{secretive.ID, "stdout", 0, "0123456789", 10},
-			{secretive.ID, "stdout", 10, "hunter2 hunter2 hunter2", 33},
+			{chatty.ID, "stdout", 0, "0123456789", agentapi.LogAck{NextOffset: 10}},
+			{chatty.ID, "stdout", 10, "abcdefghijklmno", agentapi.LogAck{NextOffset: 25, Full: true}}, // reaches the limit: cut at 20
+			{chatty.ID, "stdout", 25, "more", agentapi.LogAck{NextOffset: 29, Full: true}},            // past it: taken, not kept
+			{chatty.ID, "stdout", 10, "abcdefghijklmno", agentapi.LogAck{NextOffset: 25, Full: true}}, // resent
+			{chatty.ID, "stdout", 0, "0123456789", agentapi.LogAck{NextOffset: 20, Full: true}},       // resent, all kept
+			{chatty.ID, "stdout", 40, "gap", agentapi.LogAck{NextOffset: 43, Full: true}},             // a gap past the limit is no error
+			{chatty.ID, "stderr", 0, "warning\n", agentapi.LogAck{NextOffset: 8}},                     // a stream of its own
+			{chatty.ID, "stderr", 8, "at the limit", agentapi.LogAck{NextOffset: 20, Full: true}},     // reaches it exactly
+			{chatty.ID, "stderr", 20, "beyond", agentapi.LogAck{NextOffset: 26, Full: true}},
+			{secretive.ID, "stdout", 0, "0123456789", agentapi.LogAck{NextOffset: 10}},
+			{secretive.ID, "stdout", 10, "hunter2 hunter2 hunter2", agentapi.LogAck{NextOffset: 33, Full: true}},
 		} {
-			next, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: refs[c.job], Stream: c.stream, Offset: c.off, Data: []byte(c.data)})
-			if err != nil || next != c.next {
-				t.Fatalf("job %d %s@%d: %d, %v; want %d", c.job, c.stream, c.off, next, err, c.next)
+			ack, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: refs[c.job], Stream: c.stream, Offset: c.off, Data: []byte(c.data)})
+			if err != nil || ack != c.want {
+				t.Fatalf("job %d %s@%d: %+v, %v; want %+v", c.job, c.stream, c.off, ack, err, c.want)
 			}
 		}
 		for _, want := range []struct {

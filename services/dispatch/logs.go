@@ -12,42 +12,43 @@ import (
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
-// AppendLog stores a chunk of an attempt's output and returns the offset the next
+// AppendLog stores a chunk of an attempt's output and answers the offset the next
 // chunk must start at. Chunks are idempotent: a resent chunk, or one that overlaps
 // what is stored, keeps only its new bytes; one that starts past the stored end is
 // refused with a *LogOffsetError saying where to resume. Logs of an attempt that
 // ended are still taken, so that its output is complete. The job's secret values are
 // masked (appendLog). Once a stream holds Config.LogLimit bytes, what follows is
-// taken and not kept.
-func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.LogChunk) (int64, error) {
+// taken and not kept, and the answer says the stream is full, so that the agent
+// sends no more of it.
+func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.LogChunk) (agentapi.LogAck, error) {
 	if err := c.Validate(); err != nil {
-		return 0, err
+		return agentapi.LogAck{}, err
 	}
 	a, err := s.store.AllocationByAttempt(ctx, c.JobID, c.Attempt, c.Replica)
 	if errors.Is(err, store.ErrNotFound) || err == nil && a.NodeID != node.ID {
-		return 0, staleErr(c.AttemptRef, "it has no allocation on this node")
+		return agentapi.LogAck{}, staleErr(c.AttemptRef, "it has no allocation on this node")
 	}
 	if err != nil {
-		return 0, err
+		return agentapi.LogAck{}, err
 	}
 	secrets, err := s.store.JobSecretEnv(ctx, c.JobID)
 	if err != nil {
-		return 0, err
+		return agentapi.LogAck{}, err
 	}
 	m := newMasker(secrets)
 	for {
 		end, err := s.store.LogEnd(ctx, c.JobID, c.Attempt, c.Replica, c.Stream)
 		if err != nil {
-			return 0, err
+			return agentapi.LogAck{}, err
 		}
 		next := c.Offset + int64(len(c.Data))
 		switch {
 		case next <= end:
-			return end, nil
+			return agentapi.LogAck{NextOffset: end, Full: end >= s.cfg.LogLimit}, nil
 		case end >= s.cfg.LogLimit:
-			return next, nil
+			return agentapi.LogAck{NextOffset: next, Full: true}, nil
 		case c.Offset > end:
-			return 0, &LogOffsetError{Next: end}
+			return agentapi.LogAck{}, &LogOffsetError{Next: end}
 		}
 		err = appendLog(ctx, s.store, models.JobLogChunk{
 			JobID: c.JobID, Attempt: c.Attempt, Replica: c.Replica, Stream: c.Stream,
@@ -57,9 +58,9 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 			continue // another request stored a chunk at end first; look again
 		}
 		if err != nil {
-			return 0, fmt.Errorf("append log of %s: %w", c.AttemptRef, err)
+			return agentapi.LogAck{}, fmt.Errorf("append log of %s: %w", c.AttemptRef, err)
 		}
-		return next, nil
+		return agentapi.LogAck{NextOffset: next, Full: next >= s.cfg.LogLimit}, nil
 	}
 }
 

@@ -140,9 +140,9 @@ func TestMaskOldLogs(t *testing.T) {
 			}
 
 			// A late chunk of the old job completes the value its stream ended with.
-			next, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: refs["old"], Stream: "stdout", Offset: int64(len(text)), Data: []byte("-secret-77\n")})
-			if err != nil || next != int64(len(text)+11) {
-				t.Fatalf("late append = %d, %v", next, err)
+			ack, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: refs["old"], Stream: "stdout", Offset: int64(len(text)), Data: []byte("-secret-77\n")})
+			if err != nil || ack.NextOffset != int64(len(text)+11) {
+				t.Fatalf("late append = %+v, %v", ack, err)
 			}
 			if got := output(t, st, jobs["old"].ID, "stdout"); got != want+"**********\n" {
 				t.Errorf("old stdout after a late chunk ends %q", got[len(got)-30:])

@@ -35,9 +35,9 @@ func TestSecretEnvInLeasesAndLogs(t *testing.T) {
 		}
 		e.mustReport(n, l.AttemptRef, agentapi.EventStarted, nil)
 		line := "login hf_abc with hunter2hunter2 (not hunter2)\n"
-		next, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: l.AttemptRef, Stream: "stdout", Data: []byte(line)})
-		if err != nil || next != int64(len(line)) {
-			t.Fatalf("append = %d, %v", next, err)
+		ack, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: l.AttemptRef, Stream: "stdout", Data: []byte(line)})
+		if err != nil || ack.NextOffset != int64(len(line)) {
+			t.Fatalf("append = %+v, %v", ack, err)
 		}
 		chunks, err := st.LogChunks(e.ctx, store.LogFilter{JobID: j.ID, Attempt: 1, Stream: "stdout"})
 		if err != nil || len(chunks) != 1 {
@@ -99,9 +99,9 @@ func TestSecretSplitBetweenChunksIsMasked(t *testing.T) {
 		}
 		for i := 1; i < len(cuts); i++ {
 			chunk := text[cuts[i-1]:cuts[i]]
-			next, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: l.AttemptRef, Stream: "stdout", Offset: int64(cuts[i-1]), Data: []byte(chunk)})
-			if err != nil || next != int64(cuts[i]) {
-				t.Fatalf("append %q at %d = %d, %v", chunk, cuts[i-1], next, err)
+			ack, err := e.svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: l.AttemptRef, Stream: "stdout", Offset: int64(cuts[i-1]), Data: []byte(chunk)})
+			if err != nil || ack.NextOffset != int64(cuts[i]) {
+				t.Fatalf("append %q at %d = %+v, %v", chunk, cuts[i-1], ack, err)
 			}
 			got := stored()
 			if len(got) != cuts[i] {
