@@ -21,7 +21,8 @@ const (
 type shipped map[string]int64
 
 // streamFull marks a stream the server keeps no more of (its log limit): nothing more
-// of it is sent.
+// of it is sent, and what the job writes to it is dropped on the node too, where a
+// job that writes without end would fill the disk its neighbours share.
 const streamFull = -1
 
 // shipLogs sends what the attempt's output files hold beyond what was shipped, and
@@ -45,10 +46,11 @@ func (ag *Agent) shipLogs(ctx context.Context, ref agentapi.AttemptRef, f attemp
 }
 
 func (ag *Agent) shipStream(ctx context.Context, ref agentapi.AttemptRef, f attemptFiles, stream string, off shipped) (bool, error) {
+	path := f.path(stream + ".log")
 	if off[stream] == streamFull {
-		return true, nil
+		return true, dropOutput(path)
 	}
-	file, err := os.Open(f.path(stream + ".log"))
+	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
@@ -77,9 +79,18 @@ func (ag *Agent) shipStream(ctx context.Context, ref agentapi.AttemptRef, f atte
 			return false, err
 		}
 		if ack.Full {
-			return true, nil
+			return true, dropOutput(path)
 		}
 		sent += n
 	}
 	return false, nil
+}
+
+// dropOutput empties an output file past the log limit. The job appends (O_APPEND),
+// so it writes on at the new end.
+func dropOutput(path string) error {
+	if err := os.Truncate(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("drop output past the log limit: %w", err)
+	}
+	return nil
 }

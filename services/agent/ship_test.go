@@ -14,8 +14,8 @@ import (
 )
 
 // A stream the server says is full (its log limit) is sent no more, across passes
-// and restarts of the agent (the mark is saved with the offsets), while the other
-// stream goes on.
+// and restarts of the agent (the mark is saved with the offsets), and what the job
+// writes to it is dropped from the node's disk, while the other stream goes on.
 func TestShipStopsAtAFullStream(t *testing.T) {
 	const limit = 100_000
 	var mu sync.Mutex
@@ -65,5 +65,10 @@ func TestShipStopsAtAFullStream(t *testing.T) {
 	defer mu.Unlock()
 	if sent[agentapi.StreamStdout] != 2*shipChunk || sent[agentapi.StreamStderr] != 30 {
 		t.Errorf("sent %v; want stdout's two chunks up to the limit and all of stderr", sent)
+	}
+	for stream, want := range map[string]int64{agentapi.StreamStdout: shipChunk, agentapi.StreamStderr: 40} {
+		if fi, err := os.Stat(f.path(stream + ".log")); err != nil || fi.Size() != want {
+			t.Errorf("%s on the node: %v, %v; want %d bytes", stream, fi, err, want)
+		}
 	}
 }
