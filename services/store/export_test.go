@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"net"
 	"reflect"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,7 @@ func (s *Store) AnalyzeJobs(ctx context.Context) error {
 // write and reads its answers after it).
 func OpenCounting(ctx context.Context, cfg Config) (*Store, *RoundTrips, error) {
 	n := &RoundTrips{}
-	s, err := open(ctx, cfg, n)
+	s, err := open(ctx, cfg, func(c *pgx.ConnConfig) { c.Tracer = n })
 	return s, n, err
 }
 
@@ -215,8 +216,36 @@ func (s *Store) GormHandles() (shared, writerPrepared, readerPrepared bool) {
 // session of the pid it is given), as when the server restarts under a request.
 func OpenCutting(ctx context.Context, cfg Config, cut func(pid uint32) error) (*Store, *Cutter, error) {
 	c := &Cutter{cut: cut}
-	s, err := open(ctx, cfg, c)
+	s, err := open(ctx, cfg, func(cc *pgx.ConnConfig) { cc.Tracer = c })
 	return s, c, err
+}
+
+// OpenStalling is Open on PostgreSQL whose connections stall after each write, as a
+// process under load is descheduled: pgx then starts reading in the background, and
+// that read is left waiting on the socket once the answer is in.
+func OpenStalling(ctx context.Context, cfg Config, stall time.Duration) (*Store, error) {
+	return open(ctx, cfg, func(c *pgx.ConnConfig) {
+		dial := c.DialFunc
+		c.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				return stallingConn{tcp, stall}, err
+			}
+			return conn, err
+		}
+	})
+}
+
+// stallingConn stalls after each write; it is still a socket to look into.
+type stallingConn struct {
+	*net.TCPConn
+	stall time.Duration
+}
+
+func (c stallingConn) Write(b []byte) (int, error) {
+	n, err := c.TCPConn.Write(b)
+	time.Sleep(c.stall)
+	return n, err
 }
 
 // Cutter ends the session under the next statement once armed.

@@ -17,8 +17,19 @@ import (
 // when it sends its FATAL message and closes. Without the look, the first statement
 // on each connection so ended fails, and a write outside a transaction cannot then be
 // run again (it may have committed), so it would fail its request.
-func pingBeforeReuse(_ context.Context, p stdlib.ShouldPingParams) bool {
-	return p.IdleDuration > time.Second || serverSpoke(p.Conn.PgConn().Conn())
+//
+// The socket is pgx's: after a write that took a while, pgx reads in the background,
+// and that read may still wait on the socket (holding it) or hold bytes it took.
+// SyncConn settles both first, pinging when it must, which answers the question too.
+func pingBeforeReuse(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	if p.IdleDuration > time.Second {
+		return true
+	}
+	pc := p.Conn.PgConn()
+	if err := pc.SyncConn(ctx); err != nil {
+		return true
+	}
+	return serverSpoke(pc.Conn())
 }
 
 // serverSpoke says whether the server has sent bytes, or closed, on a connection that

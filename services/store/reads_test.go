@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -318,5 +319,44 @@ func TestReadsAndTransactionsRideOutACutAsTheyAreSent(t *testing.T) {
 	}
 	if n := cutter.Loud(); n != 0 {
 		t.Errorf("%d live connections looked as if the server had spoken on them", n)
+	}
+}
+
+// After a write that stalled (a loaded machine), pgx's background read may still wait
+// on the connection's socket when the pool hands it out again: the look for the
+// server's goodbye must not wait behind it.
+func TestConnectionsAreReusedAfterAStalledWrite(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Backends()[1].Config(t)
+	fixed := storetest.Open(t, cfg)
+	ctx := context.Background()
+	u, p := fixture(t, fixed)
+	s, err := store.OpenStalling(ctx, cfg, 20*time.Millisecond) // pgx reads in the background after 15 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done := make(chan error, 1)
+	go func() {
+		for i := range 5 {
+			j := &models.Job{Name: "train", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, PriorityClass: "research"}
+			if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
+				done <- fmt.Errorf("write %d: %w", i, err)
+				return
+			}
+			if _, err := s.JobActivity(ctx, j.ID); err != nil {
+				done <- fmt.Errorf("read %d: %w", i, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a statement after a stalled write waited a minute")
 	}
 }

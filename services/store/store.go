@@ -75,18 +75,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return open(ctx, cfg, nil)
 }
 
-// open is Open with a tracer of every PostgreSQL statement (nil: none), for tests
-// that count round trips.
-func open(ctx context.Context, cfg Config, tracer pgx.QueryTracer) (*Store, error) {
+// open is Open with tune applied to each PostgreSQL connection's configuration before
+// it connects (nil: none), for tests that trace statements or wrap the connection.
+func open(ctx context.Context, cfg Config, tune func(*pgx.ConnConfig)) (*Store, error) {
 	if cfg.DatabaseURL != "" {
 		dsn, err := postgresDSN(cfg.DatabaseURL)
 		if err != nil {
 			return nil, err
 		}
 		opts := []stdlib.OptionOpenDB{stdlib.OptionShouldPing(pingBeforeReuse)}
-		if tracer != nil {
+		if tune != nil {
 			opts = append(opts, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
-				c.Tracer = tracer
+				tune(c)
 				return nil
 			}))
 		}
