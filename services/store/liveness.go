@@ -17,25 +17,17 @@ import (
 // when it sends its FATAL message and closes. Without the look, the first statement
 // on each connection so ended fails, and a write outside a transaction cannot then be
 // run again (it may have committed), so it would fail its request.
-//
-// The socket is pgx's: after a write that took a while, pgx reads in the background,
-// and that read may still wait on the socket (holding it) or hold bytes it took.
-// SyncConn settles both first, pinging when it must, which answers the question too.
-func pingBeforeReuse(ctx context.Context, p stdlib.ShouldPingParams) bool {
-	if p.IdleDuration > time.Second {
-		return true
-	}
-	pc := p.Conn.PgConn()
-	if err := pc.SyncConn(ctx); err != nil {
-		return true
-	}
-	return serverSpoke(pc.Conn())
+func pingBeforeReuse(_ context.Context, p stdlib.ShouldPingParams) bool {
+	return p.IdleDuration > time.Second || serverSpoke(p.Conn.PgConn().Conn())
 }
 
 // serverSpoke says whether the server has sent bytes, or closed, on a connection that
 // should be quiet. It peeks without waiting and without taking the bytes, so a
-// connection that turns out alive is left as it was. A connection it cannot look
-// into counts as having spoken: the ping then decides.
+// connection that turns out alive is left as it was. It looks through Control, not
+// Read: after a write that took a while pgx reads in the background, and that read
+// may still wait on the socket, holding Read's lock (a peek is no read: it takes
+// nothing from it). The close stays visible when that read took the FATAL message.
+// A connection it cannot look into counts as having spoken: the ping then decides.
 func serverSpoke(c net.Conn) bool {
 	if wrapped, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
 		c = wrapped.NetConn()
@@ -49,11 +41,10 @@ func serverSpoke(c net.Conn) bool {
 		return true
 	}
 	spoke := true
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		var b [1]byte
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		spoke = !errors.Is(err, syscall.EAGAIN) // bytes, the close (0 bytes) or a broken socket
-		return true
 	})
 	return spoke || err != nil
 }
