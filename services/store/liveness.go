@@ -23,11 +23,11 @@ func pingBeforeReuse(_ context.Context, p stdlib.ShouldPingParams) bool {
 
 // serverSpoke says whether the server has sent bytes, or closed, on a connection that
 // should be quiet. It peeks without waiting and without taking the bytes, so a
-// connection that turns out alive is left as it was. It looks through Control, not
-// Read: after a write that took a while pgx reads in the background, and that read
-// may still wait on the socket, holding Read's lock (a peek is no read: it takes
-// nothing from it). The close stays visible when that read took the FATAL message.
-// A connection it cannot look into counts as having spoken: the ping then decides.
+// connection that turns out alive is left as it was. It looks through Control, which
+// takes no lock, not Read: after a write that took a while pgx reads in the
+// background, and that read may still be waiting on the socket, holding Read's lock.
+// Should that read take the FATAL message, the close behind it stays visible. A
+// connection it cannot look into counts as having spoken: the ping then decides.
 func serverSpoke(c net.Conn) bool {
 	if wrapped, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
 		c = wrapped.NetConn()
