@@ -27,7 +27,8 @@ type Backup struct {
 // while servers may go on writing: VACUUM INTO reads one snapshot, so the copy is the
 // database as it was at one moment, in one file that opens on its own (no WAL beside
 // it). It is written under a temporary name beside path and renamed only once SQLite
-// finds it whole, so an interrupted backup leaves no file that looks like one.
+// finds it whole and it is on disk, so an interrupted backup leaves no file that looks
+// like one.
 func (s *Store) Backup(ctx context.Context, path string) (Backup, error) {
 	if s.dialect != migrations.SQLite {
 		return Backup{}, ErrBackupElsewhere
@@ -64,10 +65,16 @@ func (s *Store) Backup(ctx context.Context, path string) (Backup, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return Backup{}, fmt.Errorf("back up to %s: the file appeared meanwhile; give a new file name", path)
 	}
+	if err := syncPath(tmp.Name()); err != nil {
+		return Backup{}, fmt.Errorf("back up to %s: %w", path, unwrapPathError(err))
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return Backup{}, fmt.Errorf("back up to %s: %w", path, unwrapPathError(err))
 	}
 	done = true
+	if err := syncPath(filepath.Dir(abs)); err != nil { // the new name
+		return Backup{}, fmt.Errorf("back up to %s: %w", path, unwrapPathError(err))
+	}
 	b.Path = path
 	return b, nil
 }
@@ -98,4 +105,15 @@ func checkBackup(ctx context.Context, path string) (Backup, error) {
 	}
 	b.Bytes = fi.Size()
 	return b, nil
+}
+
+// syncPath has the file or directory at path written to disk, so that a backup said
+// done survives a power cut.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
