@@ -60,7 +60,7 @@ backups.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Backed up %s (schema version %d) to %s: %.1f MiB.\n", src, b.Schema, b.Path, float64(b.Bytes)/(1<<20))
+			fmt.Fprintf(cmd.OutOrStdout(), "Backed up %s (schema version %d) to %s: %.1f MiB.\n", src, b.Schema, args[0], float64(b.Bytes)/(1<<20))
 			return nil
 		},
 	}

@@ -18,7 +18,6 @@ var ErrBackupElsewhere = errors.New("a PostgreSQL database is backed up with pg_
 
 // Backup is what a backup wrote: its size and the schema version it holds.
 type Backup struct {
-	Path   string
 	Bytes  int64
 	Schema int
 }
@@ -75,7 +74,6 @@ func (s *Store) Backup(ctx context.Context, path string) (Backup, error) {
 	if err := syncPath(filepath.Dir(abs)); err != nil { // the new name
 		return Backup{}, fmt.Errorf("back up to %s: %w", path, unwrapPathError(err))
 	}
-	b.Path = path
 	return b, nil
 }
 
