@@ -76,7 +76,7 @@ func plainText(s string) bool {
 // body is put back for the handler; one that is not JSON is left to the handler to
 // refuse in its own words.
 func jsonFault(c *gin.Context) *refusal {
-	if !isAPIPath(c) || safeMethod(c.Request.Method) || c.Request.PostForm != nil || c.Request.Body == nil {
+	if !isAPIPath(c) || safeMethod(c.Request.Method) || c.Request.Body == nil {
 		return nil
 	}
 	body, err := io.ReadAll(c.Request.Body)
