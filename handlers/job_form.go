@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"maps"
 	"math"
 	"net/url"
@@ -194,7 +193,7 @@ func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 		s.Image = c
 	}
 	var err error
-	if s.Command, err = splitCommand(f.Command); err != nil {
+	if s.Command, err = jobs.SplitCommand(f.Command); err != nil {
 		return s, err
 	}
 	if s.Env, err = envOfForm(f); err != nil {
@@ -249,7 +248,7 @@ func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 
 // formOfSpec writes a spec into the form, for a clone.
 func formOfSpec(s jobs.Spec, catalog bool) templates.JobForm {
-	f := templates.JobForm{Project: s.Project, Name: s.Name, Kind: s.Kind, Command: joinCommand(s.Command), PriorityClass: s.PriorityClass,
+	f := templates.JobForm{Project: s.Project, Name: s.Name, Kind: s.Kind, Command: jobs.JoinCommand(s.Command), PriorityClass: s.PriorityClass,
 		Spot: s.Spot, Replicas: strconv.Itoa(max(s.Replicas, 1)), Retries: strconv.Itoa(s.MaxRetries), Preset: presetOf(s.Resources)}
 	if catalog {
 		f.Image = s.Image
@@ -387,84 +386,4 @@ func parseEnv(field, text string) (map[string]string, error) {
 		return nil, nil
 	}
 	return env, nil
-}
-
-// errOpenQuote is a command with a quote that does not close.
-var errOpenQuote = errors.New("open quote")
-
-// splitCommand splits a command line into arguments as a POSIX shell would, with
-// 'single' and "double" quotes and backslash escapes, but no expansion: what is typed
-// is what runs.
-func splitCommand(line string) ([]string, error) {
-	args, err := shellWords(line)
-	if err != nil {
-		return nil, models.Invalid("command", "has a quote that does not close; quote an argument with spaces as 'like this'")
-	}
-	return args, nil
-}
-
-func shellWords(line string) ([]string, error) {
-	var args []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == '\'':
-			end := strings.IndexByte(line[i+1:], '\'')
-			if end < 0 {
-				return nil, errOpenQuote
-			}
-			cur.WriteString(line[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' && i+1 < len(line) && strings.IndexByte(`"\$`+"`", line[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(line[i])
-			}
-			if i >= len(line) {
-				return nil, errOpenQuote
-			}
-			inWord = true
-		case c == '\\' && i+1 < len(line):
-			i++
-			if line[i] != '\n' {
-				cur.WriteByte(line[i])
-				inWord = true
-			}
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			if inWord {
-				args = append(args, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		args = append(args, cur.String())
-	}
-	return args, nil
-}
-
-// joinCommand writes arguments as a command line that splitCommand reads back.
-func joinCommand(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = quoteArg(a)
-	}
-	return strings.Join(out, " ")
-}
-
-func quoteArg(a string) string {
-	if a != "" && !strings.ContainsAny(a, " \t\n\r'\"\\$`;&|<>()*?[]{}#~!") {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }

@@ -9,29 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/jobs"
 )
-
-// splitCommand reads a command line as a shell would, and joinCommand writes one back.
-func TestCommandLines(t *testing.T) {
-	for line, want := range map[string][]string{
-		`python train.py --lr 0.1`:          {"python", "train.py", "--lr", "0.1"},
-		`  sh -c 'echo "hi there"; exit 3'`: {"sh", "-c", `echo "hi there"; exit 3`},
-		`a "b \"c\" \d" e\ f ''`:            {"a", `b "c" \d`, "e f", ""},
-		`'it'\''s'`:                         {"it's"},
-		"":                                  nil,
-	} {
-		got, err := splitCommand(line)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("split %q = %q, %v; want %q", line, got, err, want)
-		}
-	}
-	for _, line := range []string{`echo 'open`, `echo "open`} {
-		var fe *models.FieldError
-		if _, err := splitCommand(line); !errors.As(err, &fe) || fe.Field != "command" {
-			t.Errorf("split %q: %v, want a command error", line, err)
-		}
-	}
-}
 
 // Any form binds to a spec or to an error naming a field of the form, without a panic;
 // a command that binds is written back to the same arguments.
@@ -67,12 +46,12 @@ func FuzzJobForm(f *testing.F) {
 		}
 		for _, a := range spec.Command {
 			if !utf8.ValidString(a) {
-				return // joinCommand writes bytes; the spec refuses them anyway
+				return // JoinCommand writes bytes; the spec refuses them anyway
 			}
 		}
-		again, err := splitCommand(joinCommand(spec.Command))
+		again, err := jobs.SplitCommand(jobs.JoinCommand(spec.Command))
 		if err != nil || !slices.Equal(again, spec.Command) {
-			t.Fatalf("command %q written as %q reads back as %q, %v", spec.Command, joinCommand(spec.Command), again, err)
+			t.Fatalf("command %q written as %q reads back as %q, %v", spec.Command, jobs.JoinCommand(spec.Command), again, err)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/authz"
 	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -194,7 +195,7 @@ func (h *Handler) jobSummary(ctx context.Context, j *models.Job, user string, no
 	}
 	var args []string
 	if err := json.Unmarshal([]byte(j.Command), &args); err == nil {
-		s.Command = joinCommand(args)
+		s.Command = jobs.JoinCommand(args)
 	}
 	var env map[string]string
 	var names []string

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/jobs"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -30,7 +31,7 @@ func (h *Handler) renderJobTemplates(c *gin.Context, status int, d templates.Job
 		}
 		d.Rows = append(d.Rows, templates.JobTemplateRow{
 			Name: t.Name, Summary: resourceSummary(t.Spec.Resources) + " · " + t.Spec.PriorityClass, Image: image,
-			Command: joinCommand(t.Spec.Command), SavedBy: t.CreatedBy, SavedAt: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"),
+			Command: jobs.JoinCommand(t.Spec.Command), SavedBy: t.CreatedBy, SavedAt: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"),
 			CanChange: perm.CanWrite(authz.Jobs) && (t.CreatedByID == user.ID || perm.CanManage(authz.Project)),
 		})
 	}

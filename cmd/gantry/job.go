@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/jobs"
 )
 
 func newJobCmd() *cobra.Command {
@@ -432,7 +433,7 @@ func printJob(out io.Writer, j cliJob) error {
 	}
 	for _, kv := range [][2]string{
 		{"ID", strconv.FormatInt(j.ID, 10)}, {"Name", j.Name}, {"Project", j.Project}, {"User", j.User},
-		{"State", state}, {"Image", dashIfEmpty(j.Image)}, {"Command", strings.Join(j.Command, " ")}, {"GPUs", j.gpus()},
+		{"State", state}, {"Image", dashIfEmpty(j.Image)}, {"Command", jobs.JoinCommand(j.Command)}, {"GPUs", j.gpus()},
 		{"Priority class", j.PriorityClass}, {"Attempt", strconv.Itoa(j.Attempt)}, {"Exit code", exit},
 		{"Submitted (UTC)", utc(&j.SubmittedAt)}, {"Started", utc(j.StartedAt)}, {"Finished", utc(j.FinishedAt)},
 	} {

@@ -35,3 +35,15 @@ func TestPrintJobSaysWhatAReRunRan(t *testing.T) {
 		}
 	}
 }
+
+// The command is written as a shell would read it back: an argument with spaces or
+// quotes is quoted, so the line can be copied into a shell or the submit form.
+func TestPrintJobQuotesItsCommand(t *testing.T) {
+	var out strings.Builder
+	if err := printJob(&out, cliJob{ID: 1, Name: "n", State: "queued", Command: []string{"sh", "-c", "echo it's $HOME"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `Command:          sh -c 'echo it'\''s $HOME'` + "\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("got\n%s\nwant a line %q", out.String(), want)
+	}
+}
