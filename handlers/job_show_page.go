@@ -146,8 +146,11 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 	for _, e := range events {
 		d.Events = append(d.Events, templates.JobEventRow{At: e.CreatedAt.UTC().Format(pageTime), From: e.FromState, To: e.ToState,
 			Reason: e.Reason, Message: e.Message, Actor: e.Actor, Attempt: e.Attempt})
-		if e.Reason == dispatch.ReasonLogLimit {
-			d.LogCuts = append(d.LogCuts, fmt.Sprintf("Attempt %d: %s.", e.Attempt, e.Message))
+		switch e.Reason {
+		case dispatch.ReasonLogLimit:
+			d.LogNotices = append(d.LogNotices, fmt.Sprintf("Attempt %d: %s.", e.Attempt, e.Message))
+		case dispatch.ReasonLogRetention:
+			d.LogNotices = append(d.LogNotices, fmt.Sprintf("On %s, %s.", e.CreatedAt.UTC().Format(pageTime), e.Message))
 		}
 	}
 	if j.State == models.JobFailed {

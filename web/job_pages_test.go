@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -706,8 +707,9 @@ func TestSubmitFormWithACommandTooLong(t *testing.T) {
 }
 
 // Where a stream of an attempt reached the log limit, the logs panel says so beside
-// the output that stops there, as the timeline does.
-func TestJobPageSaysWhereTheLogWasCut(t *testing.T) {
+// the output that stops there, as the timeline does; and when the job's output was
+// deleted for its age.
+func TestJobPageSaysWhereTheLogWasCutOrDeleted(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := newJobSite(t, st)
@@ -717,7 +719,7 @@ func TestJobPageSaysWhereTheLogWasCut(t *testing.T) {
 		if m == nil {
 			t.Fatalf("submit = %d", res.StatusCode)
 		}
-		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); strings.Contains(body, `data-testid="log-cuts"`) {
+		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); strings.Contains(body, `data-testid="log-notices"`) {
 			t.Fatal("a job whose output was all kept says it was cut")
 		}
 		id, _ := strconv.ParseInt(m[1], 10, 64)
@@ -725,9 +727,18 @@ func TestJobPageSaysWhereTheLogWasCut(t *testing.T) {
 		if err := st.NoteAttempt(context.Background(), id, 1, dispatch.ReasonLogLimit, cut); err != nil {
 			t.Fatal(err)
 		}
+		deleted := "output deleted: a job's output is kept 90 days after it ends"
+		if err := st.NoteAttempt(context.Background(), id, 1, dispatch.ReasonLogRetention, deleted); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.JobEvents(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := evs[len(evs)-1].CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 		_, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil)
-		if !strings.Contains(body, `<div class="notice" data-testid="log-cuts"><div>Attempt 1: `+cut+`.</div></div>`) {
-			t.Errorf("the logs panel does not say where the output was cut:\n%s", body)
+		if want := `<div class="notice" data-testid="log-notices"><div>Attempt 1: ` + cut + `.</div><div>On ` + on + `, ` + html.EscapeString(deleted) + `.</div></div>`; !strings.Contains(body, want) {
+			t.Errorf("the logs panel does not say where the output was cut and when it was deleted; want %s in\n%s", want, body)
 		}
 	})
 }

@@ -141,10 +141,11 @@ func newAdminTokenCreateCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-// parseDays reads a lifetime such as 30d (or 30).
+// parseDays reads a lifetime such as 30d (or 30), of at most 36500 days, which no
+// caller wants more of and which keeps the duration far from overflowing.
 func parseDays(s string) (time.Duration, error) {
 	n, err := strconv.Atoi(strings.TrimSuffix(s, "d"))
-	if err != nil {
+	if err != nil || n < -36500 || n > 36500 {
 		return 0, errors.New("want a number of days such as 30d")
 	}
 	return time.Duration(n) * 24 * time.Hour, nil

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -83,6 +85,74 @@ func TestServeEnforcesTheTelemetryRetentionFlags(t *testing.T) {
 				if h.At.Before(now.Add(-2 * 24 * time.Hour)) {
 					t.Errorf("a 1-hour roll-up of %s outlived the 2-day retention", h.At)
 				}
+			}
+		})
+	}
+}
+
+// serve deletes, at its first pass, the output of the jobs that ended longer ago than
+// --job-log-retention, and says so on their timelines; the output of a job that ended
+// since is kept.
+func TestServeEnforcesTheJobLogRetention(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			cfg := b.Config(t)
+			st := storetest.Open(t, cfg)
+			ctx := context.Background()
+			u := &models.User{Username: "ada"}
+			if err := st.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			team := &models.Team{Name: "vision"}
+			if err := st.CreateTeam(ctx, team); err != nil {
+				t.Fatal(err)
+			}
+			p := &models.Project{TeamID: team.ID, Name: "detect"}
+			if err := st.CreateProject(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			ended := func(name string) *models.Job {
+				j := &models.Job{Name: name, ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, Env: "{}", PriorityClass: "research", Replicas: 1}
+				if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.TransitionJob(ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobCancelled, Reason: "cancelled"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.CreateLogChunk(ctx, &models.JobLogChunk{JobID: j.ID, Stream: "stdout", Data: []byte("epoch 1\n")}); err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
+			old, recent := ended("old"), ended("recent")
+			twoDaysAgo := time.Now().UTC().Add(-48 * time.Hour).Format("2006-01-02 15:04:05.999999999-07:00")
+			storetest.Exec(t, cfg, fmt.Sprintf("UPDATE jobs SET finished_at = '%s' WHERE id = %d", twoDaysAgo, old.ID))
+			output := func(id int64) int {
+				t.Helper()
+				chunks, err := st.LogChunks(ctx, store.LogFilter{JobID: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(chunks)
+			}
+
+			_, stop := serve(t, nil, append([]string{"--data-dir", t.TempDir(), "--no-local-agent", "--bcrypt-cost", "4", "--job-log-retention", "1d"}, dbArgs(cfg)...)...)
+			deadline := time.Now().Add(30 * time.Second)
+			for output(old.ID) > 0 && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if code, log := stop(); code != 0 {
+				t.Fatalf("serve exited %d: %s", code, log)
+			}
+			if output(old.ID) != 0 || output(recent.ID) != 1 {
+				t.Fatalf("old job's output %d chunks, recent's %d; want 0 and 1", output(old.ID), output(recent.ID))
+			}
+			evs, err := st.JobEvents(ctx, old.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := evs[len(evs)-1]; last.Reason != dispatch.ReasonLogRetention || last.Message != "output deleted: a job's output is kept 1 day after it ends" {
+				t.Errorf("old job's last event = %+v, want the deletion", last)
 			}
 		})
 	}

@@ -35,6 +35,7 @@ type dispatchOpts struct {
 	rawRetention      time.Duration
 	rollupRetention   string
 	logLimitMiB       int64
+	logRetention      string
 	pools             poolOpts
 }
 
@@ -44,6 +45,7 @@ func (o *dispatchOpts) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.nodeTimeout, "node-timeout", d.NodeTimeout, "a node silent this long is lost and its jobs are requeued")
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often agents heartbeat")
 	f.Int64Var(&o.logLimitMiB, "job-log-limit-mib", dispatch.DefaultLogLimitMiB, "the most output kept of a job's stdout, and of its stderr, per attempt and replica, in MiB; what it writes after is not kept, and its timeline says so")
+	f.StringVar(&o.logRetention, "job-log-retention", "0", "how long a job's output is kept after the job ends, in days such as 90d (at least 1d); 0 keeps it for good. Each job whose output is deleted says so on its timeline, and the audit log records it")
 	f.BoolVar(&o.noLocalAgent, "no-local-agent", false, "do not run a node agent inside the server")
 	f.StringVar(&o.localAgentGPUs, "local-agent-gpus", "2xA100-80GB,2xL4-24GB", "GPUs the local agent simulates when NVML finds no driver (labelled SIMULATED)")
 	t := telemetry.DefaultConfig()
@@ -72,7 +74,11 @@ func (o *dispatchOpts) dispatchConfig() (dispatch.Config, error) {
 	if o.logLimitMiB < 1 || o.logLimitMiB > maxLogLimitMiB {
 		return cfg, usageError{fmt.Errorf("--job-log-limit-mib %d: want 1 to %d (MiB)", o.logLimitMiB, maxLogLimitMiB)}
 	}
-	cfg.NodeTimeout, cfg.HeartbeatInterval, cfg.LogLimit = o.nodeTimeout, o.heartbeatInterval, o.logLimitMiB<<20
+	retention, err := parseDays(o.logRetention)
+	if err != nil || retention != 0 && retention < dispatch.MinLogRetention {
+		return cfg, usageError{fmt.Errorf("--job-log-retention %q: want a number of days such as 90d (at least 1d), or 0 to keep output for good", o.logRetention)}
+	}
+	cfg.NodeTimeout, cfg.HeartbeatInterval, cfg.LogLimit, cfg.LogRetention = o.nodeTimeout, o.heartbeatInterval, o.logLimitMiB<<20, retention
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{fmt.Errorf("--node-timeout and --heartbeat-interval: %w", err)}
 	}
@@ -106,7 +112,8 @@ type controlPlane struct {
 }
 
 // startDispatch runs, on the replica that holds the leader lock, the dispatch loop,
-// the masking of old jobs' output (until none is left), the Slurm pools (submitting
+// the masking of old jobs' output (until none is left), the deletion of output past
+// the log retention, the Slurm pools (submitting
 // to and following Slurm), GPU telemetry's roll-ups,
 // cost metering, the anomaly rules, the pools' autoscaler and the audit anchors in
 // the server log, and, unless turned
@@ -156,6 +163,7 @@ func (o *dispatchOpts) startDispatch(ctx context.Context, st *store.Store, log *
 			for _, loop := range []func(){
 				func() { d.Run(lctx) },
 				func() { d.MaskOldLogs(lctx, time.Minute) },
+				func() { d.DeleteAgedOutput(lctx, 10*time.Minute) },
 				func() { slurmPools.Run(lctx) },
 				func() { tel.RunMaintenance(lctx, time.Now, time.Minute, log.With("component", "telemetry")) },
 				func() { acc.RunMetering(lctx, time.Now, cost.meterEvery, d.Ended(), log.With("component", "metering")) },

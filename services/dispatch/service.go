@@ -31,6 +31,10 @@ type Config struct {
 	// replica of an attempt: a job that writes without end must not fill the
 	// database. What comes after is taken and not kept, and the timeline says so.
 	LogLimit int64
+	// LogRetention is how long a job's output is kept after the job ends; 0 keeps it
+	// for good. At least a day when set: an agent ships a job's last output moments
+	// after its end, and none may arrive once the output was deleted.
+	LogRetention time.Duration
 }
 
 // DefaultLogLimitMiB is Config.LogLimit unless told otherwise, in MiB.
@@ -55,6 +59,8 @@ func (c Config) Validate() error {
 		return errors.New("dispatch timings must be positive")
 	case c.LogLimit <= 0:
 		return errors.New("the log limit must be positive")
+	case c.LogRetention < 0 || c.LogRetention > 0 && c.LogRetention < MinLogRetention:
+		return fmt.Errorf("the log retention %s must be 0 (kept for good) or at least %s", c.LogRetention, MinLogRetention)
 	case c.HeartbeatInterval*2 > c.NodeTimeout:
 		return fmt.Errorf("node timeout %s must be at least twice the heartbeat interval %s, or one late heartbeat loses a node", c.NodeTimeout, c.HeartbeatInterval)
 	}
