@@ -40,7 +40,7 @@ func (s *jobSite) runCluster(gpus string) {
 		s.t.Fatal(err)
 	}
 	a, err := agent.New(agent.Config{Server: s.srv.URL, JoinToken: token, DataDir: s.t.TempDir(), Name: "browser-node", Runtime: agentapi.RuntimeProcess,
-		Version: "test", Shim: []string{os.Args[0]}, GPUs: sim, HTTP: &http.Client{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Version: "test", Shim: []string{os.Args[0], shimArg}, GPUs: sim, HTTP: &http.Client{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CPUMilli: 16000, MemoryMiB: 65536, ScratchMiB: 100000, PollWait: time.Second})
 	if err != nil {
 		s.t.Fatal(err)

@@ -7,14 +7,15 @@ import (
 	"github.com/gantry-gpu/gantry/services/agent"
 )
 
-const shimEnv = "GANTRY_WEB_TEST_SHIM"
+// shimArg marks the test binary started as the job supervisor of the agents that
+// browser tests run: they start it as `<test binary> shimArg DIR`. An argument, not an
+// environment variable, which every child would inherit: the workers of `go test
+// -fuzz` too, which would then start as supervisors.
+const shimArg = "gantry-web-test-shim"
 
-// TestMain lets the test binary be the job supervisor of the agents that browser tests
-// run: the agent starts it as `<test binary> DIR` with shimEnv set.
 func TestMain(m *testing.M) {
-	if os.Getenv(shimEnv) == "1" {
-		os.Exit(agent.RunShim(os.Args[len(os.Args)-1]))
+	if len(os.Args) == 3 && os.Args[1] == shimArg {
+		os.Exit(agent.RunShim(os.Args[2]))
 	}
-	os.Setenv(shimEnv, "1")
 	os.Exit(m.Run())
 }

@@ -18,19 +18,19 @@ import (
 	"github.com/gantry-gpu/gantry/services/gpu"
 )
 
-const shimEnv = "GANTRY_AGENT_TEST_SHIM"
+// shimArg marks the test binary started as the job supervisor: the agent starts it
+// as `<test binary> shimArg DIR`. An argument, not an environment variable, which
+// every child would inherit (the workers of `go test -fuzz` too).
+const shimArg = "gantry-agent-test-shim"
 
-// TestMain lets the test binary be the job supervisor: the agent starts it as
-// `<test binary> DIR` with shimEnv set.
 func TestMain(m *testing.M) {
-	if os.Getenv(shimEnv) == "1" {
-		os.Exit(RunShim(os.Args[len(os.Args)-1]))
+	if len(os.Args) == 3 && os.Args[1] == shimArg {
+		os.Exit(RunShim(os.Args[2]))
 	}
-	os.Setenv(shimEnv, "1")
 	os.Exit(m.Run())
 }
 
-func testShim() []string { return []string{os.Args[0]} }
+func testShim() []string { return []string{os.Args[0], shimArg} }
 
 // runAttempt prepares an attempt directory for script, starts its shim, and
 // returns its files. fence is the lease file the shim watches.
