@@ -89,6 +89,7 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 		if len(batch) < retentionBatch {
 			break
 		}
+		from = batch[len(batch)-1].FinishedAt // not back over the jobs done
 	}
 	return jobs, chunks, s.store.PutSetting(ctx, retentionDoneKey, before.Format(time.RFC3339Nano))
 }

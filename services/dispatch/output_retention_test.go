@@ -2,12 +2,14 @@ package dispatch_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
@@ -121,6 +123,48 @@ func TestOutputPastTheRetentionIsDeleted(t *testing.T) {
 		cfg.LogRetention = time.Hour
 		if _, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: e.audit, Now: e.clock.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg); err == nil {
 			t.Error("a log retention of an hour was taken")
+		}
+	})
+}
+
+// One pass takes every aged job however many transactions it needs, and each once.
+func TestOutputRetentionTakesEveryAgedJobInBatches(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		const n = 450 // over two batches
+		ids := make([]int64, n)
+		for i := range ids {
+			j := e.submit(fmt.Sprintf("j%d", i), 0)
+			if err := st.TransitionJob(e.ctx, j.ID, store.Transition{From: models.JobQueued, To: models.JobCancelled, Reason: "cancelled"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CreateLogChunk(e.ctx, &models.JobLogChunk{JobID: j.ID, Stream: "stdout", Data: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = j.ID
+		}
+		cfg := testConfig
+		cfg.LogRetention = 24 * time.Hour
+		e.clock.advance(2 * 24 * time.Hour)
+		jobs, chunks, err := e.restartWith(dispatchtest.FirstFit{}, cfg).DeleteAgedOutputOnce(e.ctx)
+		if err != nil || jobs != n || chunks != n {
+			t.Fatalf("a pass deleted the output of %d jobs (%d chunks), %v; want %d", jobs, chunks, err, n)
+		}
+		for _, id := range ids {
+			evs, err := st.JobEvents(e.ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			said := 0
+			for _, ev := range evs {
+				if ev.Reason == dispatch.ReasonLogRetention {
+					said++
+				}
+			}
+			if said != 1 {
+				t.Fatalf("job %d's timeline says %d times its output was deleted", id, said)
+			}
 		}
 	})
 }
