@@ -151,6 +151,7 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 			d.LogNotices = append(d.LogNotices, fmt.Sprintf("Attempt %d: %s.", e.Attempt, e.Message))
 		case dispatch.ReasonLogRetention:
 			d.LogNotices = append(d.LogNotices, fmt.Sprintf("On %s, %s.", e.CreatedAt.UTC().Format(pageTime), e.Message))
+			d.OutputDeleted = true
 		}
 	}
 	if j.State == models.JobFailed {

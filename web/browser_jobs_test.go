@@ -154,6 +154,30 @@ func TestJobsInBrowser(t *testing.T) {
 	waitText(t, ctx, "[data-testid=allocations]", "SIMULATED", time.Second)
 	browsertest.Screenshot(t, ctx, "job")
 
+	// Once its output is deleted for its age, its page says so, and the live logs do
+	// not say that what they show is all of it.
+	page, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`/jobs/(\d+)`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the job page is at %s", page)
+	}
+	const deleted = "output deleted: a job's output is kept 90 days after it ends"
+	if _, err := st.DeleteJobOutput(context.Background(), []store.EndedJob{{ID: mustID(t, m[1]), Attempt: 1, State: models.JobSucceeded}},
+		dispatch.ReasonLogRetention, deleted, "system", func(*store.Store) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, browsertest.Navigate(page), chromedp.WaitVisible("[data-testid=log-notices]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-notices]", deleted, time.Second)
+	waitText(t, ctx, "[data-testid=log-status]", "Attempt 1 ended; the job succeeded. Its output was deleted, as said above.", 10*time.Second)
+	if shown := waitText(t, ctx, "[data-testid=log-output]", "", time.Second); shown != "" {
+		t.Errorf("the deleted output still shows: %q", shown)
+	}
+
 	// Another job runs until cancelled from its page.
 	err = chromedp.Do(ctx,
 		browsertest.Navigate(s.srv.URL+"/jobs/new"),

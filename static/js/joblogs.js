@@ -22,6 +22,8 @@
   var held = [];
   var attempt = "";
   var waiting = false;
+  // The job's output was deleted for its age: an ended attempt shows none of it.
+  var deleted = box.hasAttribute("data-output-deleted");
 
   function query() {
     var q = [];
@@ -118,7 +120,8 @@
         return;
       }
       streaming(false);
-      say(d.attempt ? "Attempt " + d.attempt + " ended; " + jobNow(d.state) + ". This is all of its output." :
+      say(d.attempt ? "Attempt " + d.attempt + " ended; " + jobNow(d.state) +
+        (deleted ? ". Its output was deleted, as said above." : ". This is all of its output.") :
         "The job ended (" + d.state + ") without running, so there is no output.");
     });
     source.onerror = function () {
