@@ -10,6 +10,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 )
 
 // maxLogAnswer bounds one answer; the cursor continues from where it stopped.
@@ -33,7 +34,7 @@ func (h *Handler) JobLogs(c *gin.Context) {
 		return
 	}
 	q, ok := logQueryOf(c, j)
-	if !ok {
+	if !ok || !h.sayOutputDeleted(c, j) {
 		return
 	}
 	if q.follow {
@@ -62,6 +63,26 @@ func (h *Handler) JobLogs(c *gin.Context) {
 	}
 	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(q.after, 10))
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", out)
+}
+
+// sayOutputDeleted sets X-Gantry-Output-Deleted to when the output of an ended job was
+// deleted for its age, if it was: an answer without output then says why. It answers
+// 500 and returns false when the job's timeline cannot be read.
+func (h *Handler) sayOutputDeleted(c *gin.Context, j *models.Job) bool {
+	if !models.IsTerminal(j.State) {
+		return true
+	}
+	events, err := h.jobs.Events(c.Request.Context(), j.ID)
+	if err != nil {
+		h.serverError(c, err)
+		return false
+	}
+	for _, e := range events {
+		if e.Reason == dispatch.ReasonLogRetention {
+			c.Header("X-Gantry-Output-Deleted", e.CreatedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return true
 }
 
 type logQuery struct {

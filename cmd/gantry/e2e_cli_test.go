@@ -17,6 +17,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/accounting"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/store"
 )
 
@@ -231,9 +232,21 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		err = st.CreateCostRate(t.Context(), &models.CostRate{Resource: models.ResourceEgress, Unit: accounting.UnitGiB, RateMicros: 250_000,
 			EffectiveFrom: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	}
+	if err == nil {
+		// As the leader does past --job-log-retention: job logs then says why there is none.
+		_, err = st.DeleteJobOutput(t.Context(), []store.EndedJob{{ID: hello.ID, Attempt: 1, State: models.JobSucceeded}}, dispatch.ReasonLogRetention,
+			"output deleted: a job's output is kept 90 days after it ends", "system", func(*store.Store) error { return nil })
+	}
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if out, stderr, code := u.run("", "job", "logs", strconv.FormatInt(hello.ID, 10)); code != 0 || out != "" ||
+		!regexp.MustCompile(`^The output of job \d+ was deleted at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: the server keeps a job's output for a while after it ends\.\n$`).MatchString(stderr) {
+		t.Fatalf("logs of a job whose output was deleted: exit %d, %q, %q", code, out, stderr)
+	}
+	if _, stderr, _ := u.run("", "job", "logs", "1"); stderr != "" {
+		t.Fatalf("logs of a job whose output is kept said %q", stderr)
 	}
 	if out := u.ok("quotas", "ls"); !regexp.MustCompile(`(?m)^TEAM +GPU MODEL +COHORT +GPUS IN USE +BORROWED +CPU IN USE +MEMORY IN USE\n` +
 		`default +A100-80GB +lab +0 of 2.5 +0 +0 cores of 8 cores +0 GiB, no limit\n$`).MatchString(out) {

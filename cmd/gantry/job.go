@@ -506,6 +506,9 @@ func newJobLogsCmd() *cobra.Command {
 			if _, err := io.Copy(cmd.OutOrStdout(), res.Body); err != nil && cmd.Context().Err() == nil {
 				return fmt.Errorf("logs of job %d: %w", id, err)
 			}
+			if at := res.Header.Get("X-Gantry-Output-Deleted"); at != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The output of job %d was deleted at %s: the server keeps a job's output for a while after it ends.\n", id, at)
+			}
 			return nil
 		},
 	}
