@@ -166,7 +166,7 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	const deleted = "output deleted: a job's output is kept 90 days after it ends"
 	if _, err := st.DeleteJobOutput(context.Background(), []store.EndedJob{{ID: mustID(t, m[1]), Attempt: 1, State: models.JobSucceeded}},
-		dispatch.ReasonLogRetention, deleted, "system", func(*store.Store) error { return nil }); err != nil {
+		dispatch.ReasonLogRetention, deleted, "system", func(*store.Store, []store.EndedJob) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, browsertest.Navigate(page), chromedp.WaitVisible("[data-testid=log-notices]")); err != nil {

@@ -235,7 +235,7 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if err == nil {
 		// As the leader does past --job-log-retention: job logs then says why there is none.
 		_, err = st.DeleteJobOutput(t.Context(), []store.EndedJob{{ID: hello.ID, Attempt: 1, State: models.JobSucceeded}}, dispatch.ReasonLogRetention,
-			"output deleted: a job's output is kept 90 days after it ends", "system", func(*store.Store) error { return nil })
+			"output deleted: a job's output is kept 90 days after it ends", "system", func(*store.Store, []store.EndedJob) error { return nil })
 	}
 	st.Close()
 	if err != nil {

@@ -48,8 +48,9 @@ func (s *Service) DeleteAgedOutput(ctx context.Context, every time.Duration) {
 }
 
 // DeleteAgedOutputOnce is one pass of DeleteAgedOutput. Each job's timeline says its
-// output was deleted and why, and the audit log records it, in the transaction that
-// deletes it. It returns how many jobs' output and how many chunks it deleted.
+// output was deleted and why, and the audit log records it, once, in the transaction
+// that decides it (store.DeleteJobOutput). It returns how many jobs' output and how
+// many chunks it deleted.
 func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks int64, err error) {
 	if s.cfg.LogRetention == 0 {
 		return 0, 0, nil
@@ -74,12 +75,15 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 		if err != nil {
 			return jobs, chunks, err
 		}
-		entries := make([]audit.Entry, len(batch))
-		for i, j := range batch {
-			entries[i] = audit.Entry{Action: "job.output_deleted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10), ProjectID: &j.ProjectID,
-				Detail: map[string]string{"ended_at": j.FinishedAt.UTC().Format(time.RFC3339), "kept": keptFor(s.cfg.LogRetention)}}
-		}
-		n, err := s.store.DeleteJobOutput(ctx, batch, ReasonLogRetention, message, "system", func(tx *store.Store) error {
+		n, err := s.store.DeleteJobOutput(ctx, batch, ReasonLogRetention, message, "system", func(tx *store.Store, noted []store.EndedJob) error {
+			if len(noted) == 0 {
+				return nil
+			}
+			entries := make([]audit.Entry, len(noted))
+			for i, j := range noted {
+				entries[i] = audit.Entry{Action: "job.output_deleted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10), ProjectID: &j.ProjectID,
+					Detail: map[string]string{"ended_at": j.FinishedAt.UTC().Format(time.RFC3339), "kept": keptFor(s.cfg.LogRetention)}}
+			}
 			return s.audit.In(tx).AppendAll(actx, entries)
 		})
 		if err != nil {

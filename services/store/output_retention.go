@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -32,39 +33,66 @@ func (s *Store) EndedJobsWithOutput(ctx context.Context, from, to time.Time, lim
 	return out, nil
 }
 
-// DeleteJobOutput deletes the stored output of jobs (their log chunks, with the clear
-// tails and the masking marks that go with them) and notes on each job's timeline why,
-// by actor, in one transaction with what also does (the audit). It returns how many
-// chunks it deleted.
-func (s *Store) DeleteJobOutput(ctx context.Context, jobs []EndedJob, reason, message, actor string, also func(tx *Store) error) (int64, error) {
+// deleteChunksAtOnce bounds the log chunks one statement deletes: a job's output can
+// be gigabytes, and on SQLite a transaction holds every other writer back.
+const deleteChunksAtOnce = 1000
+
+// DeleteJobOutput deletes the stored output of jobs. First, in one transaction with what
+// also does (the audit), it notes on the timeline of each job that has no note of reason
+// yet why its output goes, by actor, and deletes the clear tails and masking marks of
+// all; also is given the jobs noted now. Then it deletes their log chunks, a bounded
+// number a statement. A pass cut off in between leaves jobs noted with output left,
+// which the next takes again without noting them twice. It returns how many chunks it
+// deleted.
+func (s *Store) DeleteJobOutput(ctx context.Context, jobs []EndedJob, reason, message, actor string, also func(tx *Store, noted []EndedJob) error) (int64, error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}
 	ids := make([]int64, len(jobs))
-	events := make([]models.JobEvent, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
-		events[i] = models.JobEvent{JobID: j.ID, Attempt: j.Attempt, FromState: j.State, ToState: j.State, Reason: reason, Message: message, Actor: actor}
 	}
-	var chunks int64
+	fail := func(err error) error {
+		return fmt.Errorf("delete the output of %d jobs (%d to %d): %w", len(jobs), ids[0], ids[len(ids)-1], err)
+	}
 	err := s.atomically(ctx, func(tx *Store) error {
-		res := tx.with(ctx).Where("job_id IN ?", ids).Delete(&models.JobLogChunk{})
-		if res.Error != nil {
-			return res.Error
+		var done []int64
+		if err := tx.with(ctx).Model(&models.JobEvent{}).Where("job_id IN ? AND reason = ?", ids, reason).Distinct().Pluck("job_id", &done).Error; err != nil {
+			return err
 		}
-		chunks = res.RowsAffected
+		var noted []EndedJob
+		var events []models.JobEvent
+		for _, j := range jobs {
+			if !slices.Contains(done, j.ID) {
+				noted = append(noted, j)
+				events = append(events, models.JobEvent{JobID: j.ID, Attempt: j.Attempt, FromState: j.State, ToState: j.State, Reason: reason, Message: message, Actor: actor})
+			}
+		}
+		if len(events) > 0 {
+			if err := tx.with(ctx).Create(&events).Error; err != nil {
+				return err
+			}
+		}
 		for _, m := range []any{&models.JobLogTail{}, &models.UnmaskedJobLog{}} {
 			if err := tx.with(ctx).Where("job_id IN ?", ids).Delete(m).Error; err != nil {
 				return err
 			}
 		}
-		if err := tx.with(ctx).Create(&events).Error; err != nil {
-			return err
-		}
-		return also(tx)
+		return also(tx, noted)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("delete the output of %d jobs (%d to %d): %w", len(jobs), ids[0], ids[len(ids)-1], err)
+		return 0, fail(err)
 	}
-	return chunks, nil
+	var chunks int64
+	for {
+		res := s.with(ctx).Where("id IN (?)", s.with(ctx).Model(&models.JobLogChunk{}).Select("id").Where("job_id IN ?", ids).Limit(deleteChunksAtOnce)).
+			Delete(&models.JobLogChunk{})
+		if res.Error != nil {
+			return chunks, fail(res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return chunks, nil
+		}
+		chunks += res.RowsAffected
+	}
 }
