@@ -154,6 +154,9 @@ func (h *Handler) jobPageData(c *gin.Context, j *models.Job) (templates.JobPageD
 			d.OutputDeleted = true
 		}
 	}
+	if h.dispatch != nil && h.dispatch.LogRetention() > 0 && j.FinishedAt != nil && !d.OutputDeleted {
+		d.OutputKeptUntil = j.FinishedAt.Add(h.dispatch.LogRetention()).UTC().Format("2006-01-02 15:04 UTC")
+	}
 	if j.State == models.JobFailed {
 		d.Job.Failure = failure(j, events)
 	}

@@ -54,8 +54,9 @@ func buildJobSite(t testing.TB, st *store.Store) *jobSite {
 	return buildLoggedJobSite(t, st, io.Discard)
 }
 
-// buildLoggedJobSite is buildJobSite with the server's log written to logs.
-func buildLoggedJobSite(t testing.TB, st *store.Store, logs io.Writer) *jobSite {
+// buildLoggedJobSite is buildJobSite with the server's log written to logs, and
+// dispatch's configuration as tune leaves it.
+func buildLoggedJobSite(t testing.TB, st *store.Store, logs io.Writer, tune ...func(*dispatch.Config)) *jobSite {
 	t.Helper()
 	s := &site{st: st, clock: &testClock{t: time.Now().UTC()}}
 	opts := identity.Options{BcryptCost: bcrypt.MinCost}
@@ -73,6 +74,9 @@ func buildLoggedJobSite(t testing.TB, st *store.Store, logs io.Writer) *jobSite 
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := dispatch.DefaultConfig()
 	cfg.TickInterval, cfg.HeartbeatInterval, cfg.NodeTimeout, cfg.LeaseRecheck = 100*time.Millisecond, 250*time.Millisecond, 5*time.Second, 200*time.Millisecond
+	for _, f := range tune {
+		f(&cfg)
+	}
 	tel, err := telemetry.New(st, telemetry.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -707,22 +711,32 @@ func TestSubmitFormWithACommandTooLong(t *testing.T) {
 }
 
 // Where a stream of an attempt reached the log limit, the logs panel says so beside
-// the output that stops there, as the timeline does; and when the job's output was
-// deleted for its age.
+// the output that stops there, as the timeline does; under a log retention, an ended
+// job's panel says until when its output is kept, and once deleted, when it was.
 func TestJobPageSaysWhereTheLogWasCutOrDeleted(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := newJobSite(t, st)
+		s := buildLoggedJobSite(t, st, io.Discard, func(c *dispatch.Config) { c.LogRetention = 90 * 24 * time.Hour })
+		s.t = t
 		ada := s.user("ada", "default", models.RoleMember)
-		res, _ := s.send(ada, "POST", "/jobs", jobForm(s.csrf(ada, "/jobs/new")).Encode(), nil)
+		csrf := s.csrf(ada, "/jobs/new")
+		res, _ := s.send(ada, "POST", "/jobs", jobForm(csrf).Encode(), nil)
 		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 		if m == nil {
 			t.Fatalf("submit = %d", res.StatusCode)
 		}
-		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); strings.Contains(body, `data-testid="log-notices"`) {
-			t.Fatal("a job whose output was all kept says it was cut")
+		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); strings.Contains(body, `data-testid="log-notices"`) || strings.Contains(body, `data-testid="log-kept"`) {
+			t.Fatal("a queued job whose output was all kept says it was cut, or when it goes")
 		}
-		id, _ := strconv.ParseInt(m[1], 10, 64)
+		if res, body := s.send(ada, "POST", "/jobs/"+m[1]+"/cancel", "confirm=yes&csrf_token="+csrf, nil); res.StatusCode >= 400 {
+			t.Fatalf("cancel = %d: %s", res.StatusCode, errorSection.FindString(body))
+		}
+		ended := jobByID(t, st, m[1])
+		until := ended.FinishedAt.Add(90 * 24 * time.Hour).UTC().Format("2006-01-02 15:04 UTC")
+		if _, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil); !strings.Contains(body, `<p class="meta" data-testid="log-kept">This output is kept until `+until+`, then deleted: Download keeps a copy.</p>`) {
+			t.Errorf("an ended job's page does not say its output is kept until %s:\n%s", until, body)
+		}
+		id := ended.ID
 		cut := "stdout reached 64 MiB, the most kept of one stream: what it writes after is not kept"
 		if err := st.NoteAttempt(context.Background(), id, 1, dispatch.ReasonLogLimit, cut); err != nil {
 			t.Fatal(err)
@@ -739,6 +753,9 @@ func TestJobPageSaysWhereTheLogWasCutOrDeleted(t *testing.T) {
 		_, body := s.send(ada, "GET", "/jobs/"+m[1], "", nil)
 		if want := `<div class="notice" data-testid="log-notices"><div>Attempt 1: ` + cut + `.</div><div>On ` + on + `, ` + html.EscapeString(deleted) + `.</div></div>`; !strings.Contains(body, want) {
 			t.Errorf("the logs panel does not say where the output was cut and when it was deleted; want %s in\n%s", want, body)
+		}
+		if strings.Contains(body, `data-testid="log-kept"`) {
+			t.Error("the page of a job whose output was deleted says until when it is kept")
 		}
 	})
 }

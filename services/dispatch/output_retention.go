@@ -25,6 +25,9 @@ const retentionDoneKey = "output_retention_done_before"
 // retentionBatch is how many jobs' output one transaction deletes.
 const retentionBatch = 200
 
+// LogRetention is how long a job's output is kept after the job ends; 0 for good.
+func (s *Service) LogRetention() time.Duration { return s.cfg.LogRetention }
+
 // DeleteAgedOutput deletes, at once and then every `every` until ctx ends, the output
 // of the jobs that ended longer ago than Config.LogRetention; with 0 it does nothing.
 func (s *Service) DeleteAgedOutput(ctx context.Context, every time.Duration) {
