@@ -22,7 +22,7 @@ const MinLogRetention = 24 * time.Hour
 // deleted, so a pass reads only the jobs that ended since.
 const retentionDoneKey = "output_retention_done_before"
 
-// retentionBatch is how many jobs' output one transaction deletes.
+// retentionBatch is how many jobs a pass reads, notes and empties at a time.
 const retentionBatch = 200
 
 // LogRetention is how long a job's output is kept after the job ends; 0 for good.
