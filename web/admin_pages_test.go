@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/identity"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
@@ -307,5 +309,25 @@ func TestAdminConsoleLinksEveryArea(t *testing.T) {
 	}
 	if pages < 10 {
 		t.Fatalf("found %d admin pages among the routes, want the console's dozen", pages)
+	}
+}
+
+// The settings page says how long jobs' output is kept and how much of it, as the
+// server was started: for good by default, or for the days of --job-log-retention.
+func TestSettingsPageSaysHowJobOutputIsKept(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		retention time.Duration
+		want      string
+	}{
+		{0, "Kept for good; at most 64 MiB of each stream (stdout, stderr) of each attempt and replica."},
+		{30 * 24 * time.Hour, "Kept 30 days after a job ends, then deleted; at most 64 MiB of each stream (stdout, stderr) of each attempt and replica."},
+	} {
+		s := buildLoggedJobSite(t, storetest.Open(t, store.Config{DataDir: t.TempDir()}), io.Discard, func(c *dispatch.Config) { c.LogRetention = tc.retention })
+		s.t = t
+		body := s.mustGet(s.signIn("admin", s.password), "/admin/settings")
+		if !strings.Contains(body, `<p data-testid="output-policy">`+tc.want+`</p>`) {
+			t.Errorf("retention %s: the settings page does not say %q:\n%s", tc.retention, tc.want, body)
+		}
 	}
 }

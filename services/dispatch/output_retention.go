@@ -28,6 +28,9 @@ const retentionBatch = 200
 // LogRetention is how long a job's output is kept after the job ends; 0 for good.
 func (s *Service) LogRetention() time.Duration { return s.cfg.LogRetention }
 
+// LogLimit is the most output kept of one stream of one replica of an attempt, in bytes.
+func (s *Service) LogLimit() int64 { return s.cfg.LogLimit }
+
 // DeleteAgedOutput deletes, at once and then every `every` until ctx ends, the output
 // of the jobs that ended longer ago than Config.LogRetention; with 0 it does nothing.
 func (s *Service) DeleteAgedOutput(ctx context.Context, every time.Duration) {
@@ -40,7 +43,7 @@ func (s *Service) DeleteAgedOutput(ctx context.Context, every time.Duration) {
 		case err != nil:
 			s.log.Warn("deleting the output of jobs past the log retention", "jobs", jobs, "err", err)
 		case jobs > 0:
-			s.log.Info("deleted the output of jobs past the log retention", "jobs", jobs, "chunks", chunks, "kept", keptFor(s.cfg.LogRetention))
+			s.log.Info("deleted the output of jobs past the log retention", "jobs", jobs, "chunks", chunks, "kept", KeptFor(s.cfg.LogRetention))
 		}
 		select {
 		case <-ctx.Done():
@@ -71,7 +74,7 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 	if !from.Before(before) {
 		return 0, 0, nil // the retention grew: nothing has aged past it since the last pass
 	}
-	message := "output deleted: a job's output is kept " + keptFor(s.cfg.LogRetention) + " after it ends"
+	message := "output deleted: a job's output is kept " + KeptFor(s.cfg.LogRetention) + " after it ends"
 	actx := audit.WithActor(ctx, audit.System())
 	for {
 		batch, err := s.store.EndedJobsWithOutput(ctx, from, before, retentionBatch)
@@ -85,7 +88,7 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 			entries := make([]audit.Entry, len(noted))
 			for i, j := range noted {
 				entries[i] = audit.Entry{Action: "job.output_deleted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10), ProjectID: &j.ProjectID,
-					Detail: map[string]string{"ended_at": j.FinishedAt.UTC().Format(time.RFC3339), "kept": keptFor(s.cfg.LogRetention)}}
+					Detail: map[string]string{"ended_at": j.FinishedAt.UTC().Format(time.RFC3339), "kept": KeptFor(s.cfg.LogRetention)}}
 			}
 			return s.audit.In(tx).AppendAll(actx, entries)
 		})
@@ -102,7 +105,7 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 }
 
 // keptFor writes a retention in days where it is whole days.
-func keptFor(d time.Duration) string {
+func KeptFor(d time.Duration) string {
 	switch days := d / (24 * time.Hour); {
 	case d%(24*time.Hour) != 0:
 		return d.String()
