@@ -28,7 +28,7 @@ func (h *Handler) HomeShow(c *gin.Context) {
 	user := principal(c).User
 	now := time.Now().UTC()
 	d := templates.HomeData{User: user.Username}
-	counts, err := h.store.JobCountsByState(ctx)
+	counts, err := h.store.JobCountsByState(ctx, models.JobQueued, models.JobRunning)
 	if err != nil {
 		h.serverError(c, err)
 		return

@@ -724,13 +724,20 @@ func (s *Store) JobEvents(ctx context.Context, jobID int64) ([]models.JobEvent, 
 	return out, nil
 }
 
-// JobCountsByState returns how many jobs are in each state.
-func (s *Store) JobCountsByState(ctx context.Context) (map[string]int, error) {
+// JobCountsByState returns how many jobs are in each of states, or in each state when
+// none is named. Name the states wanted: counting every job reads every job (the
+// finished pile up), counting the queued and running reads only those (an index by
+// state).
+func (s *Store) JobCountsByState(ctx context.Context, states ...string) (map[string]int, error) {
 	var rows []struct {
 		State string
 		N     int
 	}
-	if err := s.with(ctx).Model(&models.Job{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+	q := s.with(ctx).Model(&models.Job{}).Select("state, COUNT(*) AS n")
+	if len(states) > 0 {
+		q = q.Where("state IN ?", states)
+	}
+	if err := q.Group("state").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("count jobs by state: %w", err)
 	}
 	out := make(map[string]int, len(rows))
