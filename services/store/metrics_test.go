@@ -16,24 +16,17 @@ func TestQueueLengthsCountByClassAndTeam(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		u := &models.User{Username: "ada"}
-		if err := st.CreateUser(ctx, u); err != nil {
+		u, detect := fixture(t, st) // team vision
+		speech := &models.Team{Name: "speech"}
+		if err := st.CreateTeam(ctx, speech); err != nil {
 			t.Fatal(err)
 		}
-		projects := map[string]int64{}
-		for _, tp := range [][2]string{{"vision", "detect"}, {"vision", "segment"}, {"speech", "asr"}} {
-			team, err := st.TeamByName(ctx, tp[0])
-			if err != nil {
-				team = &models.Team{Name: tp[0]}
-				if err := st.CreateTeam(ctx, team); err != nil {
-					t.Fatal(err)
-				}
-			}
-			p := &models.Project{TeamID: team.ID, Name: tp[1]}
+		projects := map[string]int64{"detect": detect.ID}
+		for _, p := range []*models.Project{{TeamID: detect.TeamID, Name: "segment"}, {TeamID: speech.ID, Name: "asr"}} {
 			if err := st.CreateProject(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			projects[tp[1]] = p.ID
+			projects[p.Name] = p.ID
 		}
 		for _, j := range []struct {
 			project, class string

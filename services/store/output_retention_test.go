@@ -18,18 +18,7 @@ func TestDeleteJobOutputNotesOnceAndDeletesAll(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		u := &models.User{Username: "ada"}
-		team := &models.Team{Name: "vision"}
-		if err := st.CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTeam(ctx, team); err != nil {
-			t.Fatal(err)
-		}
-		p := &models.Project{TeamID: team.ID, Name: "detect"}
-		if err := st.CreateProject(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		u, p := fixture(t, st)
 		var jobs []store.EndedJob
 		for i, chunks := range []int{2500, 3, 2} { // the first over two statements' worth
 			j := &models.Job{Name: "j", ProjectID: p.ID, UserID: u.ID, Command: `["true"]`, Env: "{}", PriorityClass: "research", Replicas: 1}
