@@ -20,10 +20,15 @@ import (
 )
 
 // NodesAdminIndex lists the nodes with their GPUs, MIG layout, driver, health and labels,
-// and for admins the state actions. Removed nodes are left out unless ?removed=1.
+// and for admins the state actions, a page of nodesPerPage at a time, narrowed by
+// ?name= and ?state=. Removed nodes are left out unless ?removed=1.
 func (h *Handler) NodesAdminIndex(c *gin.Context) {
 	ctx := c.Request.Context()
 	show, ok := h.removedOnPage(c)
+	if !ok {
+		return
+	}
+	filter, ok := h.nodeFilterOf(c, show)
 	if !ok {
 		return
 	}
@@ -32,12 +37,13 @@ func (h *Handler) NodesAdminIndex(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	nodes, view := filter.apply(nodes)
 	fleet, err := h.nodeFleet(ctx, nodes)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	d := templates.NodesAdminData{Notice: c.Query("notice"), CanAdmin: canAdmin(c), Removed: removed, ShowRemoved: show}
+	d := templates.NodesAdminData{Notice: c.Query("notice"), CanAdmin: canAdmin(c), Removed: removed, ShowRemoved: show, Filter: view}
 	for _, n := range nodes {
 		d.Nodes = append(d.Nodes, fleet.row(n))
 	}
