@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -66,9 +67,14 @@ func (h *Handler) confirmed(c *gin.Context, d templates.ConfirmData, fields ...s
 // canAdmin reports whether the caller may change what the console shows (auditors only look).
 func canAdmin(c *gin.Context) bool { return permission(c).CanWrite(authz.Platform) }
 
-// redirectNotice sends the browser to path with a notice to show there.
+// redirectNotice sends the browser to path (which may have a query) with a notice to
+// show there.
 func redirectNotice(c *gin.Context, path, notice string) {
-	c.Redirect(http.StatusSeeOther, path+"?notice="+url.QueryEscape(notice))
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	c.Redirect(http.StatusSeeOther, path+sep+"notice="+url.QueryEscape(notice))
 }
 
 // boolField reads a form field that must be true or false, or answers 400.

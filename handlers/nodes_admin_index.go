@@ -45,7 +45,9 @@ func (h *Handler) NodesAdminIndex(c *gin.Context) {
 	}
 	d := templates.NodesAdminData{Notice: c.Query("notice"), CanAdmin: canAdmin(c), Removed: removed, ShowRemoved: show, Filter: view}
 	for _, n := range nodes {
-		d.Nodes = append(d.Nodes, fleet.row(n))
+		row := fleet.row(n)
+		row.Back = view.Here
+		d.Nodes = append(d.Nodes, row)
 	}
 	if d.Changes, err = h.recentChanges(ctx, store.AuditFilter{ObjectTypes: []string{"node", "join_token"}}); err != nil {
 		h.serverError(c, err)

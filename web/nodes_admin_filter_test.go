@@ -69,6 +69,23 @@ func TestNodesPageFiltersAndPages(t *testing.T) {
 				}
 			}
 		}
+		// A row's action goes back to the page it was taken on, and nowhere but the nodes page.
+		if body := s.mustGet(admin, "/admin/nodes?state=ready&page=2"); !strings.Contains(body, `<input type="hidden" name="back" value="/admin/nodes?page=2&amp;state=ready">`) {
+			t.Errorf("the rows' actions do not say where to come back to")
+		}
+		token := s.csrf(admin, "/admin/nodes")
+		for node, back := range map[string]string{
+			"node-102": "/admin/nodes?page=2&state=ready", "node-103": "//evil.example/admin/nodes", "node-104": "/admin/people?page=2",
+		} {
+			res, _ := s.form(admin, token, "/admin/nodes/"+node+"/state", "state", "cordoned", "back", back)
+			want := "/admin/nodes?notice=Node+" + node + "+is+cordoned."
+			if node == "node-102" {
+				want = "/admin/nodes?page=2&state=ready&notice=Node+" + node + "+is+cordoned."
+			}
+			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+				t.Errorf("cordon with back %q = %d to %q, want %q", back, res.StatusCode, res.Header.Get("Location"), want)
+			}
+		}
 		// Showing removed nodes keeps the filter, and so does the form while they show.
 		body := s.mustGet(admin, "/admin/nodes?name=node-01")
 		if !strings.Contains(body, `<a href="/admin/nodes?name=node-01&amp;removed=1" data-testid="removed-toggle">Show removed (1)</a>`) {
