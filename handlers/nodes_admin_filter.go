@@ -21,8 +21,8 @@ const nodesPerPage = 100
 // nodeStates are the states the nodes page filters by, in the order it offers them.
 var nodeStates = []string{models.NodeReady, models.NodeDraining, models.NodeCordoned, models.NodeLost, models.NodeDown}
 
-// nodeFilter narrows the nodes page: to names that hold Name (any letter case), to one
-// State, and to one page of what is left.
+// nodeFilter narrows the nodes page: to names that hold name (any letter case), to one
+// state, and to one page of what is left.
 type nodeFilter struct {
 	name, state string
 	page        int

@@ -61,7 +61,8 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 	if s.cfg.LogRetention == 0 {
 		return 0, 0, nil
 	}
-	before := s.now().UTC().Add(-s.cfg.LogRetention)
+	now := s.now().UTC()
+	before := now.Add(-s.cfg.LogRetention)
 	var from time.Time
 	switch v, ok, err := s.store.Setting(ctx, retentionDoneKey); {
 	case err != nil:
@@ -70,6 +71,11 @@ func (s *Service) DeleteAgedOutputOnce(ctx context.Context) (jobs int, chunks in
 		if from, err = time.Parse(time.RFC3339Nano, v); err != nil {
 			return 0, 0, fmt.Errorf("setting %s: %w", retentionDoneKey, err)
 		}
+	}
+	if from.After(now) {
+		// Written by a clock that ran ahead: read every ended job again rather than
+		// none until that clock's time comes.
+		from = time.Time{}
 	}
 	if !from.Before(before) {
 		return 0, 0, nil // the retention grew: nothing has aged past it since the last pass
