@@ -18,9 +18,6 @@ import (
 // actions, and a thousand rows made a page of over a megabyte.
 const nodesPerPage = 100
 
-// nodeStates are the states the nodes page filters by, in the order it offers them.
-var nodeStates = []string{models.NodeReady, models.NodeDraining, models.NodeCordoned, models.NodeLost, models.NodeDown}
-
 // nodeFilter narrows the nodes page: to names that hold name (any letter case), to one
 // state, and to one page of what is left.
 type nodeFilter struct {
@@ -33,9 +30,9 @@ type nodeFilter struct {
 // naming the one at fault.
 func (h *Handler) nodeFilterOf(c *gin.Context, removed bool) (nodeFilter, bool) {
 	f := nodeFilter{name: strings.TrimSpace(c.Query("name")), state: c.Query("state"), page: 1, removed: removed}
-	if f.state != "" && !slices.Contains(nodeStates, f.state) {
+	if f.state != "" && !slices.Contains(models.NodeStates, f.state) {
 		h.errorPage(c, http.StatusBadRequest, "Unknown node state",
-			fmt.Sprintf("State: %q is not one of %s: pick one from the list.", f.state, strings.Join(nodeStates, ", ")))
+			fmt.Sprintf("State: %q is not one of %s: pick one from the list.", f.state, strings.Join(models.NodeStates, ", ")))
 		return f, false
 	}
 	if p := c.Query("page"); p != "" {
@@ -99,7 +96,7 @@ func (f nodeFilter) apply(nodes []models.Node) ([]models.Node, templates.NodesFi
 	pages := max(1, (len(kept)+nodesPerPage-1)/nodesPerPage)
 	page := min(f.page, pages)
 	from, to := (page-1)*nodesPerPage, min(page*nodesPerPage, len(kept))
-	v := templates.NodesFilter{Name: f.name, State: f.state, States: nodeStates, Filtered: f.name != "" || f.state != "",
+	v := templates.NodesFilter{Name: f.name, State: f.state, States: models.NodeStates, Filtered: f.name != "" || f.state != "",
 		Total: len(kept), From: from + 1, To: to, Here: f.link(page, f.removed), Clear: nodeFilter{}.link(1, f.removed),
 		Hide: f.link(1, false), Show: f.link(1, true)}
 	if page > 1 {

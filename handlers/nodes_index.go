@@ -34,19 +34,29 @@ type gpuJSON struct {
 	Healthy    bool   `json:"healthy"`
 }
 
-// NodesIndex lists the nodes with their GPUs; simulated ones say so. Removed nodes are
-// left out unless ?include_removed=true; "removed" counts them either way.
+// NodesIndex lists the nodes with their GPUs by name, a page at a time (limit, cursor:
+// next_cursor of the page before, null on the last), narrowed by state and a part of
+// the name; simulated ones say so. Removed nodes are left out unless
+// ?include_removed=true; "removed" counts them either way.
 func (h *Handler) NodesIndex(c *gin.Context) {
 	ctx := c.Request.Context()
-	include, ok := removedInAPI(c)
-	if !ok {
+	f, err := nodesAPIQuery(c)
+	if h.failed(c, err, nil) {
 		return
 	}
-	nodes, removed, err := h.listedNodes(ctx, include)
+	removed, err := h.store.CountRemovedNodes(ctx)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
+	limit := f.Limit
+	f.Limit++
+	nodes, err := h.store.NodesPage(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	nodes, next := nextNodeCursor(nodes, limit)
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID
@@ -71,5 +81,9 @@ func (h *Handler) NodesIndex(c *gin.Context) {
 			out[i].GPUs = []gpuJSON{}
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"nodes": out, "removed": removed})
+	var cursor *string
+	if next != "" {
+		cursor = &next
+	}
+	c.JSON(http.StatusOK, gin.H{"nodes": out, "removed": removed, "next_cursor": cursor})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -42,22 +41,6 @@ func (h *Handler) removedOnPage(c *gin.Context) (show, ok bool) {
 			fmt.Sprintf("Removed: %q is not 1 (show removed nodes too) or 0 (hide them).", v))
 		return false, false
 	}
-}
-
-// removedInAPI reads ?include_removed= of GET /api/v1/nodes: true (or 1) lists removed
-// nodes too. Anything but a boolean is answered with a 400 naming the parameter, and ok
-// is false.
-func removedInAPI(c *gin.Context) (include, ok bool) {
-	v := c.Query("include_removed")
-	if v == "" {
-		return false, true
-	}
-	include, err := strconv.ParseBool(v)
-	if err != nil {
-		jsonError(c, http.StatusBadRequest, "invalid", fmt.Sprintf("include_removed: %q is not true or false", v), "include_removed")
-		return false, false
-	}
-	return include, true
 }
 
 // removedDate writes when a node was removed as its UTC date, "" when it was not.

@@ -14,6 +14,9 @@ const (
 	NodeDown     = "down"
 )
 
+// NodeStates lists every node state: serving, then leaving service, then out of it.
+var NodeStates = []string{NodeReady, NodeDraining, NodeCordoned, NodeLost, NodeDown}
+
 // Capacity types of a pool.
 const (
 	CapacityOwned    = "owned"

@@ -206,6 +206,15 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if out := u.ok("nodes", "ls"); !strings.Contains(out, "SIMULATED") || !strings.Contains(out, "-local") {
 		t.Fatalf("nodes ls: %q", out)
 	}
+	if out := u.ok("nodes", "ls", "--state", "ready,lost", "--name", "LOCAL"); !strings.Contains(out, "-local") {
+		t.Errorf("nodes ls --state ready,lost --name LOCAL: %q", out)
+	}
+	if out := u.ok("nodes", "ls", "--state", "lost"); strings.Contains(out, "-local") || !strings.HasPrefix(out, "NAME") {
+		t.Errorf("nodes ls --state lost lists the ready node: %q", out)
+	}
+	if _, stderr, code := u.run("", "nodes", "ls", "--state", "asleep"); code != 1 || !strings.Contains(stderr, `"asleep" is not a node state`) {
+		t.Errorf("nodes ls --state asleep: exit %d %q", code, stderr)
+	}
 	var nodes struct {
 		Nodes []struct{ Simulated bool } `json:"nodes"`
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -89,8 +88,8 @@ type ImageFilter struct {
 func (s *Store) ImagesMatching(ctx context.Context, f ImageFilter) ([]models.Image, error) {
 	q := s.with(ctx).Model(&models.Image{})
 	if f.Query != "" {
-		like := "%" + strings.ToLower(f.Query) + "%"
-		q = q.Where("LOWER(name) LIKE ? OR LOWER(reference) LIKE ? OR LOWER(framework) LIKE ? OR LOWER(description) LIKE ?", like, like, like, like)
+		like := containing(f.Query)
+		q = q.Where(`LOWER(name) LIKE ? ESCAPE '\' OR LOWER(reference) LIKE ? ESCAPE '\' OR LOWER(framework) LIKE ? ESCAPE '\' OR LOWER(description) LIKE ? ESCAPE '\'`, like, like, like, like)
 	}
 	if f.Framework != "" {
 		q = q.Where("framework = ?", f.Framework)

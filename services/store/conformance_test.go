@@ -164,6 +164,11 @@ func TestCatalogAndNodes(t *testing.T) {
 		if len(imgs) != 2 || imgs[0].Status != models.ImageCertified {
 			t.Fatalf("images not certified-first: %+v", imgs)
 		}
+		for q, want := range map[string]int{"PyTorch-2.5": 1, "cuda": 2, "_": 0, "%": 0, "2.5_cuda": 0} {
+			if got, err := s.ImagesMatching(ctx, store.ImageFilter{Query: q}); len(got) != want || err != nil {
+				t.Errorf("search %q found %d images, %v; want %d", q, len(got), err, want)
+			}
+		}
 		n := &models.Node{Name: "gpu-1", State: models.NodeReady, CPUMilli: 64000, MemoryMiB: 512 * 1024}
 		devs := []models.GPUDevice{
 			{Index: 0, UUID: "GPU-a", Model: "A100-SXM4-80GB", MemoryMiB: 81920, Healthy: true},

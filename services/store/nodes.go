@@ -46,6 +46,39 @@ func (s *Store) Nodes(ctx context.Context) ([]models.Node, error) {
 	return out, nil
 }
 
+// NodeFilter selects a page of nodes by name: those after After whose name holds Name
+// (any letter case) and whose state is one of States (any, when empty); removed nodes
+// only WithRemoved.
+type NodeFilter struct {
+	After       string
+	Name        string
+	States      []string
+	WithRemoved bool
+	Limit       int
+}
+
+// NodesPage returns up to f.Limit nodes of f, ordered by name.
+func (s *Store) NodesPage(ctx context.Context, f NodeFilter) ([]models.Node, error) {
+	q := s.with(ctx).Order("name").Limit(f.Limit)
+	if !f.WithRemoved {
+		q = q.Where("removed_at IS NULL")
+	}
+	if f.After != "" {
+		q = q.Where("name > ?", f.After)
+	}
+	if f.Name != "" {
+		q = q.Where(`LOWER(name) LIKE ? ESCAPE '\'`, containing(f.Name))
+	}
+	if len(f.States) > 0 {
+		q = q.Where("state IN ?", f.States)
+	}
+	var out []models.Node
+	if err := q.Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list nodes after %q: %w", f.After, err)
+	}
+	return out, nil
+}
+
 // NodesWithRemoved returns every node, removed ones too, ordered by name.
 func (s *Store) NodesWithRemoved(ctx context.Context) ([]models.Node, error) {
 	var out []models.Node

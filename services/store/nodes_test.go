@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +72,73 @@ func TestRemovedNodesAreListedOnlyWhenAsked(t *testing.T) {
 		}
 		if got := names(s.Nodes(ctx)); len(got) != 3 {
 			t.Errorf("after clearing the mark Nodes = %v, want all three", got)
+		}
+	})
+}
+
+// A page of nodes goes on after the name of the page before and keeps to the filter; a
+// search reads "_" and "%" as themselves, in any letter case.
+func TestNodesPageFollowsNamesAndFilters(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
+		for _, n := range []models.Node{
+			{Name: "node-a", State: models.NodeReady},
+			{Name: "node-b", State: models.NodeLost},
+			{Name: "node-c", State: models.NodeReady},
+			{Name: "node-d", State: models.NodeCordoned},
+			{Name: "node-e", State: models.NodeDown, RemovedAt: &at},
+			{Name: "Node_X", State: models.NodeReady},
+			{Name: "nodexx", State: models.NodeReady},
+		} {
+			if err := s.CreateNode(ctx, &n, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		names := func(f store.NodeFilter) string {
+			t.Helper()
+			ns, err := s.NodesPage(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := []string{}
+			for _, n := range ns {
+				out = append(out, n.Name)
+			}
+			return strings.Join(out, " ")
+		}
+		// Names that differ only after "node-" order alike under any collation; the
+		// others are compared as sets, as PostgreSQL's collation may order them otherwise.
+		for _, tc := range []struct {
+			f    store.NodeFilter
+			want string
+		}{
+			{store.NodeFilter{Limit: 2, Name: "node-"}, "node-a node-b"},
+			{store.NodeFilter{Limit: 2, Name: "node-", After: "node-b"}, "node-c node-d"},
+			{store.NodeFilter{Limit: 2, Name: "node-", After: "node-d"}, ""},
+			{store.NodeFilter{Limit: 2, Name: "node-", After: "node-d", WithRemoved: true}, "node-e"},
+			{store.NodeFilter{Limit: 10, Name: "NODE-", States: []string{models.NodeLost, models.NodeCordoned}}, "node-b node-d"},
+		} {
+			if got := names(tc.f); got != tc.want {
+				t.Errorf("NodesPage(%+v) = %q, want %q", tc.f, got, tc.want)
+			}
+		}
+		for _, tc := range []struct {
+			f    store.NodeFilter
+			want []string
+		}{
+			{store.NodeFilter{Limit: 10, Name: "de_"}, []string{"Node_X"}},
+			{store.NodeFilter{Limit: 10, Name: "X"}, []string{"Node_X", "nodexx"}},
+			{store.NodeFilter{Limit: 10, Name: "%"}, []string{}},
+			{store.NodeFilter{Limit: 10, States: []string{models.NodeReady}}, []string{"Node_X", "node-a", "node-c", "nodexx"}},
+			{store.NodeFilter{Limit: 10, States: []string{models.NodeDown}, WithRemoved: true}, []string{"node-e"}},
+		} {
+			got := strings.Fields(names(tc.f))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("NodesPage(%+v) = %v, want %v", tc.f, got, tc.want)
+			}
 		}
 	})
 }
