@@ -20,9 +20,11 @@ type apiCost struct {
 	Unit string `json:"unit,omitempty"`
 	// All says the view covers every team and the cost of GPUs no job held (admins and
 	// auditors); otherwise it covers Projects, the projects where the caller reads cost.
-	All         bool          `json:"all"`
-	Projects    []string      `json:"projects"`
-	Currency    string        `json:"currency"` // the ISO 4217 code of every amount
+	All      bool     `json:"all"`
+	Projects []string `json:"projects"`
+	Currency string   `json:"currency"` // the ISO 4217 code of every amount
+	// NoRates says that no cost rate is set at all, so that every amount is nothing.
+	NoRates     bool          `json:"no_rates"`
 	TotalMicros int64         `json:"total_micros"`
 	Total       string        `json:"total"`
 	Rows        []apiCostLine `json:"rows"`
@@ -55,7 +57,12 @@ func (h *Handler) CostAPIShow(c *gin.Context) {
 	if v.filter.Resource != "" {
 		out.Unit = accounting.QuantityUnit(v.filter.Resource)
 	}
-	if out.Currency, err = h.cost.Currency(c.Request.Context()); err != nil {
+	ctx := c.Request.Context()
+	if out.Currency, err = h.cost.Currency(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if out.NoRates, err = h.noRates(ctx); err != nil {
 		h.serverError(c, err)
 		return
 	}

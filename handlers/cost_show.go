@@ -45,12 +45,11 @@ func (h *Handler) CostShow(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	// With no rates set every figure is nothing: the page says why rather than show 0.00.
-	rates, err := h.store.CostRates(ctx)
-	if err != nil {
+	if d.NoRates, err = h.noRates(ctx); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	d.NoRates, d.CanSetRates = len(rates) == 0, canAdmin(c)
+	d.CanSetRates = canAdmin(c)
 	if d.Currency, err = acc.Currency(ctx); err != nil {
 		h.serverError(c, err)
 		return

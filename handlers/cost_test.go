@@ -169,6 +169,7 @@ func TestCostAPI(t *testing.T) {
 		type view struct {
 			From, To, By, Bucket, Resource, Unit, Total string
 			All                                         bool
+			NoRates                                     bool `json:"no_rates"`
 			Projects                                    []string
 			TotalMicros                                 int64 `json:"total_micros"`
 			Rows                                        []line
@@ -184,7 +185,7 @@ func TestCostAPI(t *testing.T) {
 		}
 		march := "&from=2026-03-01&to=2026-03-31"
 		v := read("root", "/api/v1/cost?by=project&bucket=day"+march)
-		if !v.All || len(v.Projects) != 0 || v.TotalMicros != 16_000_000 || v.Total != "16.000000" || len(v.Rows) != 5 ||
+		if !v.All || v.NoRates || len(v.Projects) != 0 || v.TotalMicros != 16_000_000 || v.Total != "16.000000" || len(v.Rows) != 5 ||
 			v.From != "2026-03-01" || v.To != "2026-03-31" || v.By != "project" || v.Bucket != "day" || v.Unit != "" {
 			t.Fatalf("admin by project and day: %+v", v)
 		}

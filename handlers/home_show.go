@@ -156,11 +156,11 @@ func (h *Handler) homeTeams(ctx context.Context, userID int64, d *templates.Home
 	rated := true
 	for _, id := range teamIDs {
 		if spent[id] == 0 {
-			rates, err := h.store.CostRates(ctx)
+			none, err := h.noRates(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
-			rated = len(rates) > 0
+			rated = !none
 			break
 		}
 	}

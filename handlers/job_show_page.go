@@ -356,11 +356,11 @@ func (h *Handler) jobCost(ctx context.Context, j *models.Job, now time.Time, can
 	}
 	v.Total = accounting.FormatAmount(total, cur)
 	if total == 0 {
-		rates, err := h.store.CostRates(ctx)
+		none, err := h.noRates(ctx)
 		if err != nil {
 			return templates.JobCostView{}, err
 		}
-		v.NoRates, v.CanSetRates = len(rates) == 0, canSetRates
+		v.NoRates, v.CanSetRates = none, canSetRates
 	}
 	if !until.IsZero() {
 		v.MeteredUntil = until.UTC().Format(pageTime)

@@ -104,7 +104,9 @@ func TestNodesAPIPagesThroughTheFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e struct{ Error struct{ Field, Message string } }
+		var e struct {
+			Error struct{ Field, Message string }
+		}
 		err = json.NewDecoder(res.Body).Decode(&e)
 		res.Body.Close()
 		if res.StatusCode != http.StatusBadRequest || err != nil || e.Error.Field != field || e.Error.Message == "" {

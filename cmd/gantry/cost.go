@@ -66,6 +66,7 @@ gantry cost report reads the database directly instead, on the server's host.`,
 				All      bool     `json:"all"`
 				Projects []string `json:"projects"`
 				Currency string   `json:"currency"`
+				NoRates  bool     `json:"no_rates"`
 				Rows     []struct {
 					Bucket       string `json:"bucket"`
 					Label        string `json:"label"`
@@ -76,8 +77,15 @@ gantry cost report reads the database directly instead, on the server's host.`,
 			if err != nil {
 				return fmt.Errorf("show cost: %w", err)
 			}
-			if !out.All {
+			switch {
+			case out.All:
+			case len(out.Projects) == 0:
+				fmt.Fprintln(cmd.ErrOrStderr(), "You may read the cost of no project.")
+			default:
 				fmt.Fprintf(cmd.ErrOrStderr(), "Covers the projects where you may read cost: %s.\n", strings.Join(out.Projects, ", "))
+			}
+			if out.NoRates {
+				fmt.Fprintln(cmd.ErrOrStderr(), "No cost rates are set, so nothing is charged: an admin sets them on the portal's rates page (/admin/cost/rates).")
 			}
 			if o.output != "table" {
 				return printRaw(cmd.OutOrStdout(), o.output, raw)

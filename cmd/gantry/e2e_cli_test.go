@@ -221,6 +221,10 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if err := json.Unmarshal([]byte(u.ok("nodes", "ls", "-o", "json")), &nodes); err != nil || len(nodes.Nodes) != 1 || !nodes.Nodes[0].Simulated {
 		t.Fatalf("nodes ls -o json: %+v %v", nodes, err)
 	}
+	// Before any rate is set, every amount is nothing, and the CLI says why.
+	if out, stderr, code := u.run("", "cost", "show"); code != 0 || !strings.Contains(out, "0.000000") || !strings.Contains(stderr, "No cost rates are set, so nothing is charged") {
+		t.Errorf("cost show without rates: exit %d %q %q", code, out, stderr)
+	}
 	// A removed node is listed only with --removed, labelled with the day it was removed.
 	st, err := store.Open(t.Context(), store.Config{DataDir: dir})
 	if err != nil {
@@ -279,9 +283,9 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		}
 		res.Body.Close()
 	}
-	if out := u.ok("cost", "show", "--by", "project", "--bucket", "day", "--resource", "egress", "--from", "2026-03-01", "--to", "2026-03-31"); !regexp.MustCompile(
-		`^ +DAY +PROJECT +AMOUNT \(USD\)\n +2026-03-01 +default +1\.000000\n +2026-03-02 +default +2\.000000\n +total +3\.000000\n$`).MatchString(out) {
-		t.Fatalf("cost show --by project --bucket day: %q", out)
+	if out, stderr, _ := u.run("", "cost", "show", "--by", "project", "--bucket", "day", "--resource", "egress", "--from", "2026-03-01", "--to", "2026-03-31"); !regexp.MustCompile(
+		`^ +DAY +PROJECT +AMOUNT \(USD\)\n +2026-03-01 +default +1\.000000\n +2026-03-02 +default +2\.000000\n +total +3\.000000\n$`).MatchString(out) || stderr != "" {
+		t.Fatalf("cost show --by project --bucket day: %q %q", out, stderr)
 	}
 	var cost struct {
 		By          string `json:"by" yaml:"by"`
