@@ -268,8 +268,9 @@ type LogChunk struct {
 }
 
 // LogAck says how much of the stream the server holds: the next offset to send.
-// Full says the stream reached the server's log limit: it keeps no more of it, and
-// the agent need send no more (a server that does not say so takes and drops it).
+// Full says the server keeps no more of the stream (it reached the log limit, or the
+// job's output is past the log retention), so the agent need send no more (a server
+// that does not say so takes and drops it).
 type LogAck struct {
 	NextOffset int64 `json:"next_offset"`
 	Full       bool  `json:"full,omitempty"`

@@ -17,9 +17,9 @@ import (
 // what is stored, keeps only its new bytes; one that starts past the stored end is
 // refused with a *LogOffsetError saying where to resume. Logs of an attempt that
 // ended are still taken, so that its output is complete. The job's secret values are
-// masked (appendLog). Once a stream holds Config.LogLimit bytes, what follows is
-// taken and not kept, and the answer says the stream is full, so that the agent
-// sends no more of it.
+// masked (appendLog). Once a stream holds Config.LogLimit bytes, or once the job's
+// output is past Config.LogRetention, what follows is taken and not kept, and the
+// answer says the stream is full, so that the agent sends no more of it.
 func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.LogChunk) (agentapi.LogAck, error) {
 	if err := c.Validate(); err != nil {
 		return agentapi.LogAck{}, err
@@ -30,6 +30,12 @@ func (s *Service) AppendLog(ctx context.Context, node *models.Node, c agentapi.L
 	}
 	if err != nil {
 		return agentapi.LogAck{}, err
+	}
+	switch aged, err := s.agedOut(ctx, a); {
+	case err != nil:
+		return agentapi.LogAck{}, fmt.Errorf("append log of %s: %w", c.AttemptRef, err)
+	case aged:
+		return agentapi.LogAck{NextOffset: c.Offset + int64(len(c.Data)), Full: true}, nil
 	}
 	secrets, err := s.store.JobSecretEnv(ctx, c.JobID)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/store"
 )
@@ -120,4 +121,20 @@ func KeptFor(d time.Duration) string {
 	default:
 		return strconv.FormatInt(int64(days), 10) + " days"
 	}
+}
+
+// agedOut says whether the output of a's job is past Config.LogRetention, so that
+// output an agent ships for it now is not kept: an agent offline since the attempt
+// ended would otherwise store it again after the leader deleted it, and it would stay,
+// since passes read only jobs that ended since the last. The job is read only when the
+// attempt itself ended longer ago than the retention: a job ends after its attempts.
+func (s *Service) agedOut(ctx context.Context, a *models.Allocation) (bool, error) {
+	if s.cfg.LogRetention == 0 || a.EndedAt == nil || s.now().Sub(*a.EndedAt) <= s.cfg.LogRetention {
+		return false, nil
+	}
+	j, err := s.store.JobByID(ctx, a.JobID)
+	if err != nil {
+		return false, err
+	}
+	return j.FinishedAt != nil && models.IsTerminal(j.State) && s.now().Sub(*j.FinishedAt) > s.cfg.LogRetention, nil
 }

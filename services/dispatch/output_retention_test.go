@@ -114,6 +114,21 @@ func TestOutputPastTheRetentionIsDeleted(t *testing.T) {
 			t.Errorf("a second pass said it again: %q, %d", tl, audited)
 		}
 
+		// An agent offline since old ended ships the rest of its output, or all of it
+		// again: none is kept, and the answer says to send no more. recent's is kept.
+		for _, c := range []agentapi.LogChunk{
+			{AttemptRef: refs[old.ID], Stream: "stdout", Offset: 11, Data: []byte("ter2 epoch 2\n")},
+			{AttemptRef: refs[old.ID], Stream: "stdout", Data: []byte("epoch 1\nhunter2 epoch 2\n")},
+		} {
+			ack, err := svc.AppendLog(e.ctx, n.Node, c)
+			if err != nil || !ack.Full || ack.NextOffset != c.Offset+int64(len(c.Data)) || output(old.ID) != 0 {
+				t.Errorf("old's output shipped late from %d: %+v, %v, %d chunks stored; want taken, not kept, and full", c.Offset, ack, err, output(old.ID))
+			}
+		}
+		if ack, err := svc.AppendLog(e.ctx, n.Node, agentapi.LogChunk{AttemptRef: refs[recent.ID], Stream: "stdout", Offset: 11, Data: []byte("late\n")}); err != nil || ack.Full || output(recent.ID) != 2 {
+			t.Errorf("recent's output shipped late: %+v, %v, %d chunks; want kept", ack, err, output(recent.ID))
+		}
+
 		e.clock.advance(recentEnd.Add(week + time.Millisecond).Sub(e.clock.now())) // recent ended over a week ago
 		pass(e.restartWith(dispatchtest.FirstFit{}, cfg), 1)
 		if output(recent.ID) != 0 || output(running.ID) == 0 {
