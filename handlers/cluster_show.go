@@ -20,8 +20,8 @@ const readingsWindow = 2 * time.Minute
 // ClusterShow is the cluster page for anyone signed in: nodes by pool with their GPUs
 // (model, health, what holds them, the latest utilisation), capacity in use and free,
 // the queue by priority class and team, and each team's quota use. htmx refreshes the
-// node part every few seconds. Removed nodes are left out unless ?removed=1, and never
-// count as capacity or as nodes.
+// node part every few seconds: asked so, the handler reads and answers that part alone.
+// Removed nodes are left out unless ?removed=1, and never count as capacity or as nodes.
 func (h *Handler) ClusterShow(c *gin.Context) {
 	ctx := c.Request.Context()
 	now := time.Now().UTC()
@@ -156,6 +156,12 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 	slices.Sort(order)
 	for _, pid := range order {
 		d.Pools = append(d.Pools, *byPool[pid])
+	}
+	// The live part and the page share a URL: caches must keep them apart.
+	c.Header("Vary", "HX-Request")
+	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
+		render(c, http.StatusOK, templates.ClusterLive(d))
+		return
 	}
 	queue, err := h.store.QueueLengths(ctx)
 	if err != nil {

@@ -119,7 +119,7 @@ func Cluster(p Page, d ClusterData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = clusterLive(d).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ClusterLive(d).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -347,8 +347,8 @@ func Cluster(p Page, d ClusterData) templ.Component {
 	})
 }
 
-// clusterLive is what htmx refreshes every few seconds: capacity and each GPU's reading.
-func clusterLive(d ClusterData) templ.Component {
+// ClusterLive is what htmx refreshes every few seconds: capacity and each GPU's reading.
+func ClusterLive(d ClusterData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -74,6 +74,16 @@ func TestClusterPage(t *testing.T) {
 		if t.Failed() {
 			t.Logf("page: %s", body[strings.Index(body, "<main"):])
 		}
+		// htmx's refresh gets the live part alone: capacity and readings, not the queue
+		// or the quotas, nor the layout around them.
+		res, live := s.send(olga, "GET", "/cluster", "", map[string]string{"HX-Request": "true"})
+		if res.StatusCode != 200 || !strings.HasPrefix(live, `<div id="cluster-live"`) || !strings.Contains(live, `data-testid="gpus-used">1<`) ||
+			!strings.Contains(live, `data-testid="util">37% busy`) || strings.Contains(live, "<td>research</td>") || strings.Contains(live, "<nav") {
+			t.Errorf("the live part: %d %s", res.StatusCode, live)
+		}
+		if res.Header.Get("Vary") != "HX-Request" {
+			t.Error("the page and its live part share a URL without Vary: HX-Request")
+		}
 	})
 }
 

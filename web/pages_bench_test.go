@@ -17,13 +17,18 @@ func BenchmarkPagesAtScale(b *testing.B) {
 			cfg := backend.Config(b)
 			w := newBenchWorld(b, storetest.Open(b, cfg), cfg)
 			page := map[string]string{"Cookie": handlers.SessionCookie + "=" + w.session}
-			for _, p := range []struct{ name, path string }{
-				{"home", "/"}, {"cluster", "/cluster"}, {"images", "/images"}, {"cost", "/cost"}, {"submit-form", "/jobs/new"},
-				{"admin-nodes", "/admin/nodes"}, {"admin-people", "/admin/people"}, {"api-nodes", "/api/v1/nodes"},
+			live := map[string]string{"Cookie": page["Cookie"], "HX-Request": "true"}
+			for _, p := range []struct {
+				name, path string
+				header     map[string]string
+			}{
+				{"home", "/", page}, {"cluster", "/cluster", page}, {"cluster-live", "/cluster", live}, {"images", "/images", page},
+				{"cost", "/cost", page}, {"submit-form", "/jobs/new", page}, {"admin-nodes", "/admin/nodes", page},
+				{"admin-people", "/admin/people", page}, {"api-nodes", "/api/v1/nodes", page},
 			} {
 				b.Run(p.name, func(b *testing.B) {
 					for b.Loop() {
-						w.get(b, p.path, page)
+						w.get(b, p.path, p.header)
 					}
 				})
 			}
