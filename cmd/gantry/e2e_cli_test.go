@@ -216,10 +216,31 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		t.Errorf("nodes ls --state asleep: exit %d %q", code, stderr)
 	}
 	var nodes struct {
-		Nodes []struct{ Simulated bool } `json:"nodes"`
+		Nodes []struct {
+			Name      string
+			Simulated bool
+		} `json:"nodes"`
 	}
 	if err := json.Unmarshal([]byte(u.ok("nodes", "ls", "-o", "json")), &nodes); err != nil || len(nodes.Nodes) != 1 || !nodes.Nodes[0].Simulated {
 		t.Fatalf("nodes ls -o json: %+v %v", nodes, err)
+	}
+	// An admin drains the node for a while and returns it to service.
+	local := nodes.Nodes[0].Name
+	if _, stderr, code := u.run("", "nodes", "drain", local); code != 2 || !strings.Contains(stderr, "--for: say how long running jobs may go on") {
+		t.Errorf("nodes drain without --for: exit %d %q", code, stderr)
+	}
+	if out := u.ok("nodes", "drain", local, "--for", "2h", "--reason", "kernel update"); !regexp.MustCompile(
+		`^Node ` + local + `: draining; running jobs are checkpoint-stopped at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC if still running \(kernel update\)\.\n$`).MatchString(out) {
+		t.Errorf("nodes drain: %q", out)
+	}
+	if out := u.ok("nodes", "ls", "--state", "draining"); !strings.Contains(out, local+"  draining") {
+		t.Errorf("nodes ls after the drain: %q", out)
+	}
+	if out := u.ok("nodes", "ready", local); out != "Node "+local+": ready.\n" {
+		t.Errorf("nodes ready: %q", out)
+	}
+	if _, stderr, code := u.run("", "nodes", "cordon", "no-such-node"); code != 1 || !strings.Contains(stderr, "there is no node no-such-node") {
+		t.Errorf("nodes cordon of a missing node: exit %d %q", code, stderr)
 	}
 	// Before any rate is set, every amount is nothing, and the CLI says why.
 	if out, stderr, code := u.run("", "cost", "show"); code != 0 || !strings.Contains(out, "0.000000") || !strings.Contains(stderr, "No cost rates are set, so nothing is charged") {

@@ -145,6 +145,8 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		{"a number that is not", nil, []string{"job", "submit", "--gpus", "two"}, 2, `--gpus "two": want a whole number`},
 		{"a number too large", nil, []string{"job", "submit", "--gpus", "99999999999999999999"}, 2, `--gpus "99999999999999999999": want a whole number of sensible size`},
 		{"not true or false", nil, []string{"nodes", "ls", "--removed=maybe"}, 2, `--removed "maybe": want true or false`},
+		{"a drain of no length", nil, []string{"nodes", "drain", "gpu-1", "--for", "soon"}, 2, `--for "soon": want a duration such as 30m or 2h`},
+		{"a node verb without its node", nil, []string{"nodes", "cordon"}, 2, "give one node name"},
 		{"not a duration", nil, []string{"serve", "--data-dir", t.TempDir(), "--session-idle", "soon"}, 2, `--session-idle "soon": want a duration such as 90s, 30m or 2h`},
 		{"malformed database url", nil, []string{"migrate", "--database-url", "mysql://root@db/x"}, 1, "invalid --database-url"},
 		{"unreachable postgres", nil, []string{"migrate", "--database-url", "postgres://u:s3cret@127.0.0.1:1/gantry"}, 1, "connect to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/gantry"},
