@@ -108,6 +108,12 @@ func TestCLIAgainstARealServer(t *testing.T) {
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("config %s: %v, mode %v; want 0600", cfg, err, info.Mode())
 	}
+	if out, stderr, code := u.run("", "quotas", "ls"); code != 0 || !strings.HasPrefix(out, "TEAM") || !strings.Contains(stderr, "No team has a quota, and no team's jobs hold GPUs now") {
+		t.Errorf("quotas ls of a new server: exit %d %q %q", code, out, stderr)
+	}
+	if _, stderr, _ := u.run("", "quotas", "ls", "--team", "default"); !strings.Contains(stderr, "Team default has no quota, and its jobs hold no GPUs now") {
+		t.Errorf("quotas ls --team default of a new server: %q", stderr)
+	}
 	var saved cliConfig
 	b, _ := os.ReadFile(cfg)
 	if err := yaml.Unmarshal(b, &saved); err != nil || saved.Server != url || saved.Token != token {

@@ -68,7 +68,17 @@ as "no quota" with what they hold.`,
 			for _, u := range out.Unlimited {
 				fmt.Fprintf(w, "%s\t%s\t-\t%s (no quota)\t-\t-\t-\n", u.Team, anyModel(u.GPUModel), quotas.GPUs(u.GPUUseMilli))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			switch {
+			case len(out.Quotas) > 0 || len(out.Unlimited) > 0:
+			case team != "":
+				fmt.Fprintf(cmd.ErrOrStderr(), "Team %s has no quota, and its jobs hold no GPUs now: it uses what is free.\n", team)
+			default:
+				fmt.Fprintln(cmd.ErrOrStderr(), "No team has a quota, and no team's jobs hold GPUs now: a team without a quota uses what is free.")
+			}
+			return nil
 		},
 	}
 	o.addFlags(ls, true)
