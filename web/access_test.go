@@ -299,6 +299,7 @@ var routeAccess = map[string]string{
 	"GET /api/v1/quotas":                               "signed-in",
 	"POST /api/v1/nodes/:name/state":                   "platform:write",
 	"POST /api/v1/nodes/:name/revoke":                  "platform:write",
+	"POST /api/v1/nodes/:name/remove":                  "platform:write",
 	"POST " + agentapi.PathJoin:                        "agent",
 	"POST " + agentapi.PathHeartbeat:                   "agent",
 	"GET " + agentapi.PathLeases:                       "agent",

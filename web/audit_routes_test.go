@@ -385,6 +385,10 @@ var mutations = map[string]func(w *world) change{
 		n := w.node()
 		return change{as: models.RoleAdmin, path: "/api/v1/nodes/" + n.Name + "/revoke", action: "node.credential_revoked", object: "node", id: n.Name}
 	},
+	"POST /api/v1/nodes/:name/remove": func(w *world) change {
+		n := w.node()
+		return change{as: models.RoleAdmin, path: "/api/v1/nodes/" + n.Name + "/remove", json: `{"reason": "decommissioned"}`, action: "node.removed", object: "node", id: n.Name}
+	},
 }
 
 // world is the matrix's world with makers of what changes need.

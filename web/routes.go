@@ -181,6 +181,7 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/api/v1/quotas", SignedIn(), h.QuotasAPIIndex},
 		{"POST", "/api/v1/nodes/:name/state", Global(authz.Platform, authz.Write), h.NodeStateUpdate},
 		{"POST", "/api/v1/nodes/:name/revoke", Global(authz.Platform, authz.Write), h.NodeRevoke},
+		{"POST", "/api/v1/nodes/:name/remove", Global(authz.Platform, authz.Write), h.NodeRemoveAPI},
 
 		// The agent protocol: agents authenticate with their node credential, not as users.
 		{"POST", agentapi.PathJoin, Agent(), h.AgentJoin},

@@ -260,6 +260,9 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	removedAt := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 	err = st.CreateNode(t.Context(), &models.Node{Name: "old-box", State: models.NodeDown, Runtime: "process", RemovedAt: &removedAt}, nil)
 	if err == nil {
+		err = st.CreateNode(t.Context(), &models.Node{Name: "spare-box", State: models.NodeCordoned, Runtime: "process"}, nil)
+	}
+	if err == nil {
 		var team *models.Team
 		if team, err = st.TeamByName(t.Context(), "default"); err == nil {
 			err = st.SaveQuota(t.Context(), &models.Quota{TeamID: team.ID, GPUModel: "A100-80GB",
@@ -332,6 +335,19 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	}
 	if out := u.ok("nodes", "ls", "--removed"); !regexp.MustCompile(`old-box +removed 2026-11-02 `).MatchString(out) || !strings.Contains(out, "-local") {
 		t.Fatalf("nodes ls --removed: %q", out)
+	}
+	// An admin removes a node for good; it is gone from the list, and not removed twice.
+	if out := u.ok("nodes", "remove", "spare-box", "--reason", "decommissioned"); out != "Removed node spare-box: its agent is refused from now on.\n" {
+		t.Errorf("nodes remove: %q", out)
+	}
+	if out, stderr, _ := u.run("", "nodes", "ls"); strings.Contains(out, "spare-box") || !strings.Contains(stderr, "Not shown: 2 removed nodes") {
+		t.Errorf("nodes ls after the removal: %q %q", out, stderr)
+	}
+	if _, stderr, code := u.run("", "nodes", "remove", "spare-box"); code != 1 || !strings.Contains(stderr, "node spare-box was removed on ") {
+		t.Errorf("nodes remove again: exit %d %q", code, stderr)
+	}
+	if out := u.ok("audit", "export", "--data-dir", dir, "--action", "node.removed"); !strings.Contains(out, "removed by admin: decommissioned") {
+		t.Errorf("the audit log of the removal: %q", out)
 	}
 
 	// A template saved through the API starts a job; the flags override it.

@@ -50,7 +50,7 @@ func allNodes(ctx context.Context, c *apiClient, q url.Values) ([]json.RawMessag
 }
 
 func newNodesCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "nodes", Short: "List a Gantry server's nodes; admins cordon, drain and return them (after gantry login)"}
+	cmd := &cobra.Command{Use: "nodes", Short: "List a Gantry server's nodes; admins cordon, drain, return and remove them (after gantry login)"}
 	var o clientOpts
 	var removed bool
 	var states []string
@@ -120,6 +120,7 @@ func newNodesCmd() *cobra.Command {
 		newNodeStateCmd("cordon", "cordoned", "Start nothing new on a node; what runs there goes on (admins)", "  gantry nodes cordon gpu-07 --reason 'flaky fan'"),
 		newNodeStateCmd("drain", "draining", "Start nothing new on a node and checkpoint-stop what runs there after --for (admins); the jobs are queued again", "  gantry nodes drain gpu-07 --for 30m --reason 'kernel update'"),
 		newNodeStateCmd("ready", "ready", "Return a cordoned, drained or down node to service (admins)", "  gantry nodes ready gpu-07"),
+		newNodeRemoveCmd(),
 	)
 	return cmd
 }
