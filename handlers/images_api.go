@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
 )
 
 // apiImage is an image of the catalog in the JSON API.
@@ -29,12 +31,17 @@ func (h *Handler) ImagesAPIIndex(c *gin.Context) {
 		return
 	}
 	out := make([]apiImage, 0, len(imgs))
-	for _, i := range imgs {
-		out = append(out, apiImage{
-			Name: i.Name, Reference: i.Reference, Digest: i.Digest, Framework: i.Framework, FrameworkVersion: i.FrameworkVersion,
-			CUDAVersion: i.CUDAVersion, MinDriver: i.MinDriver, PythonVersion: i.PythonVersion, SizeMiB: i.SizeMiB,
-			Status: i.Status, PrePull: i.PrePull, Description: i.Description,
-		})
+	for i := range imgs {
+		out = append(out, imageJSON(&imgs[i]))
 	}
 	c.JSON(http.StatusOK, gin.H{"images": out})
+}
+
+// imageJSON is i as the API writes it.
+func imageJSON(i *models.Image) apiImage {
+	return apiImage{
+		Name: i.Name, Reference: i.Reference, Digest: i.Digest, Framework: i.Framework, FrameworkVersion: i.FrameworkVersion,
+		CUDAVersion: i.CUDAVersion, MinDriver: i.MinDriver, PythonVersion: i.PythonVersion, SizeMiB: i.SizeMiB,
+		Status: i.Status, PrePull: i.PrePull, Description: i.Description,
+	}
 }

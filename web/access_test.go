@@ -256,6 +256,8 @@ var routeAccess = map[string]string{
 	"GET /images":                                      "signed-in",
 	"GET /api/v1/images":                               "signed-in",
 	"POST /admin/images":                               "platform:write",
+	"POST /api/v1/images":                              "platform:write",
+	"POST /api/v1/images/:name/status":                 "platform:write",
 	"POST /admin/images/:name/status":                  "platform:write",
 	"POST /admin/images/:name/prepull":                 "platform:write",
 	"GET /feedback":                                    "signed-in",

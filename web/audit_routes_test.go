@@ -138,6 +138,16 @@ var mutations = map[string]func(w *world) change{
 		return change{as: models.RoleAdmin, path: "/admin/images/" + img.Name + "/status", form: url.Values{"status": {"certified"}},
 			action: "image.certified", object: "image", id: img.Name}
 	},
+	"POST /api/v1/images": func(w *world) change {
+		name := "api-image-" + w.unique()
+		return change{as: models.RoleAdmin, path: "/api/v1/images", json: `{"name": "` + name + `", "reference": "nvcr.io/nvidia/pytorch:24.10-py3", "framework": "pytorch"}`,
+			action: "image.created", object: "image", id: name}
+	},
+	"POST /api/v1/images/:name/status": func(w *world) change {
+		img := w.image()
+		return change{as: models.RoleAdmin, path: "/api/v1/images/" + img.Name + "/status", json: `{"status": "deprecated"}`,
+			action: "image.deprecated", object: "image", id: img.Name}
+	},
 	"POST /admin/images/:name/prepull": func(w *world) change {
 		img := w.image()
 		return change{as: models.RoleAdmin, path: "/admin/images/" + img.Name + "/prepull", form: url.Values{"prepull": {"true"}},

@@ -76,6 +76,8 @@ func routes(h *handlers.Handler) []route {
 		{"GET", "/jobs/:id/telemetry", InProjectOfJob(authz.Jobs, authz.Read), h.JobTelemetry},
 		{"GET", "/images", SignedIn(), h.ImagesIndex},
 		{"GET", "/api/v1/images", SignedIn(), h.ImagesAPIIndex},
+		{"POST", "/api/v1/images", Global(authz.Platform, authz.Write), h.ImageCreateAPI},
+		{"POST", "/api/v1/images/:name/status", Global(authz.Platform, authz.Write), h.ImageStatusAPI},
 		{"POST", "/admin/images", Global(authz.Platform, authz.Write), h.ImageCreate},
 		{"POST", "/admin/images/:name/status", Global(authz.Platform, authz.Write), h.ImageStatusUpdate},
 		{"POST", "/admin/images/:name/prepull", Global(authz.Platform, authz.Write), h.ImagePrePullUpdate},

@@ -194,6 +194,22 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if out := u.ok("images", "ls"); !strings.Contains(out, "plain-command") || !strings.HasPrefix(out, "NAME") {
 		t.Fatalf("images ls: %q", out)
 	}
+	// An admin registers an image and certifies it, as an image pipeline would.
+	if out := u.ok("images", "add", "jax-0.4-cuda12", "--reference", "ghcr.io/acme/jax:0.4.30", "--framework", "jax", "--cuda-version", "12.4"); out != "Added jax-0.4-cuda12 (uncertified). Certify it with: gantry images certify jax-0.4-cuda12\n" {
+		t.Errorf("images add: %q", out)
+	}
+	if _, stderr, code := u.run("", "images", "add", "jax-0.4-cuda12", "--reference", "ghcr.io/acme/jax:0.4.30", "--framework", "jax"); code != 1 || !strings.Contains(stderr, `an image called "jax-0.4-cuda12" exists already`) {
+		t.Errorf("images add twice: exit %d %q", code, stderr)
+	}
+	if out := u.ok("images", "certify", "jax-0.4-cuda12"); out != "jax-0.4-cuda12 is now certified.\n" {
+		t.Errorf("images certify: %q", out)
+	}
+	if out := u.ok("images", "ls", "--framework", "jax"); !regexp.MustCompile(`jax-0\.4-cuda12 +jax +12\.4 +certified +ghcr\.io/acme/jax:0\.4\.30`).MatchString(out) {
+		t.Errorf("images ls after the certification: %q", out)
+	}
+	if _, stderr, code := u.run("", "images", "deprecate", "no-such-image"); code != 1 || !strings.Contains(stderr, `no image called "no-such-image"`) {
+		t.Errorf("images deprecate of a missing image: exit %d %q", code, stderr)
+	}
 	// Every list in both of the API's formats.
 	for _, args := range [][]string{{"images", "ls"}, {"nodes", "ls"}, {"job", "ls"}, {"quotas", "ls"}} {
 		var asJSON, asYAML map[string]any

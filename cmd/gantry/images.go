@@ -10,7 +10,7 @@ import (
 )
 
 func newImagesCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "images", Short: "The image catalog of a Gantry server (after gantry login)"}
+	cmd := &cobra.Command{Use: "images", Short: "The image catalog of a Gantry server; admins add, certify and deprecate images (after gantry login)"}
 	var o clientOpts
 	var search, framework, status string
 	ls := &cobra.Command{
@@ -57,7 +57,11 @@ func newImagesCmd() *cobra.Command {
 	ls.Flags().StringVar(&search, "search", "", "words to look for in names, references and versions")
 	ls.Flags().StringVar(&framework, "framework", "", "pytorch, tensorflow, jax, cuda, …")
 	ls.Flags().StringVar(&status, "status", "", "certified, uncertified or deprecated")
-	cmd.AddCommand(ls)
+	cmd.AddCommand(ls, newImageAddCmd(),
+		newImageStatusCmd("certify", "certified", "Certify an image (admins): the submit form offers it first"),
+		newImageStatusCmd("uncertify", "uncertified", "Take an image's certification back (admins)"),
+		newImageStatusCmd("deprecate", "deprecated", "Deprecate an image (admins): new jobs are refused it, running ones go on"),
+	)
 	return cmd
 }
 
