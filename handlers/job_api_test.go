@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -179,6 +180,26 @@ func TestJobAPI(t *testing.T) {
 		}
 		if _, body, _ := get("/api/v1/jobs/1/logs?stream=stderr"); string(body) != "warn\n" {
 			t.Errorf("stderr = %q", body)
+		}
+
+		// Output of many pages comes whole in one answer, its length said first (an
+		// answer ended at 8 MiB, or at 1,000 chunks, whichever came later).
+		offset, want := int64(16), []byte("epoch 1\nwarn\nepoch 2\n")
+		for i := range 1001 {
+			c := models.JobLogChunk{JobID: job.ID, Attempt: 1, Stream: "stdout", Offset: offset, Data: bytes.Repeat([]byte{byte('a' + i%26)}, 9<<10)}
+			if err := st.CreateLogChunk(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+			offset += int64(len(c.Data))
+			want = append(want, c.Data...)
+		}
+		status, body, hdr = get("/api/v1/jobs/1/logs")
+		if status != 200 || !bytes.Equal(body, want) || hdr.Get("Content-Length") != strconv.Itoa(len(want)) {
+			t.Errorf("8.8 MiB of output in 1,004 chunks = %d, %d bytes (Content-Length %s); want all %d", status, len(body), hdr.Get("Content-Length"), len(want))
+		}
+		cursor := hdr.Get("X-Gantry-Log-Cursor")
+		if _, body, hdr := get("/api/v1/jobs/1/logs?after=" + cursor); len(body) != 0 || hdr.Get("X-Gantry-Log-Cursor") != cursor {
+			t.Errorf("after the last cursor: %d bytes, cursor %s; want none and the same cursor %s", len(body), hdr.Get("X-Gantry-Log-Cursor"), cursor)
 		}
 	})
 }

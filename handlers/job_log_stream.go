@@ -96,7 +96,7 @@ func (h *Handler) JobLogStream(c *gin.Context) {
 	quiet := time.Now()
 	for {
 		for {
-			chunks, err := h.jobs.LogChunks(ctx, j.ID, q.attempt, q.stream, q.after)
+			chunks, err := h.jobs.LogChunks(ctx, j.ID, q.attempt, q.stream, q.after, 0)
 			if err != nil || len(chunks) == 0 {
 				break
 			}

@@ -13,9 +13,6 @@ import (
 	"github.com/gantry-gpu/gantry/services/dispatch"
 )
 
-// maxLogAnswer bounds one answer; the cursor continues from where it stopped.
-const maxLogAnswer = 8 << 20
-
 // logFollowPoll is how often a followed log looks for new output. It reads the
 // database, so any server replica can answer.
 const logFollowPoll = 250 * time.Millisecond
@@ -23,7 +20,9 @@ const logFollowPoll = 250 * time.Millisecond
 // JobLogs answers the output of one attempt of a job as text: both streams in the
 // order they arrived, or one with ?stream=stdout|stderr. ?attempt=N picks an
 // attempt (the latest by default); ?after=CURSOR continues from the
-// X-Gantry-Log-Cursor of an earlier answer (one answer holds at most 8 MiB).
+// X-Gantry-Log-Cursor of an earlier answer. The answer holds all the output stored
+// when it began, read a page at a time (an attempt's output can be gigabytes), with
+// its length said first, so that one cut short shows as such.
 // ?follow=1 (or true) keeps the answer open, streaming output until the attempt ends.
 func (h *Handler) JobLogs(c *gin.Context) {
 	if currentUser(c) == nil {
@@ -46,23 +45,31 @@ func (h *Handler) JobLogs(c *gin.Context) {
 		return
 	}
 	c.Header("X-Gantry-Attempt", strconv.Itoa(q.attempt))
-	var out []byte
-	for len(out) < maxLogAnswer {
-		chunks, err := h.jobs.LogChunks(c.Request.Context(), j.ID, q.attempt, q.stream, q.after)
-		if err != nil {
-			h.serverError(c, err)
+	ctx := c.Request.Context()
+	last, size, err := h.jobs.LogExtent(ctx, j.ID, q.attempt, q.stream, q.after)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(max(last, q.after), 10))
+	c.Header("Content-Type", "text/plain; charset=utf-8")
+	c.Header("Content-Length", strconv.FormatInt(size, 10))
+	c.Status(http.StatusOK)
+	for q.after < last {
+		chunks, err := h.jobs.LogChunks(ctx, j.ID, q.attempt, q.stream, q.after, last)
+		if err != nil || len(chunks) == 0 {
+			// Deleted meanwhile, or the database failed: the answer falls short of
+			// its length, which the client sees.
+			h.log.Warn("job logs cut short", "job", j.ID, "attempt", q.attempt, "err", err)
 			return
 		}
-		if len(chunks) == 0 {
-			break
-		}
 		for _, ch := range chunks {
-			out = append(out, ch.Data...)
+			if _, err := c.Writer.Write(ch.Data); err != nil {
+				return
+			}
 		}
 		q.after = chunks[len(chunks)-1].ID
 	}
-	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(q.after, 10))
-	c.Data(http.StatusOK, "text/plain; charset=utf-8", out)
 }
 
 // sayOutputDeleted sets X-Gantry-Output-Deleted to when the output of an ended job was
@@ -145,7 +152,7 @@ func (h *Handler) followLogs(c *gin.Context, jobID int64, q logQuery) {
 			return
 		}
 		for {
-			chunks, err := h.jobs.LogChunks(ctx, jobID, q.attempt, q.stream, q.after)
+			chunks, err := h.jobs.LogChunks(ctx, jobID, q.attempt, q.stream, q.after, 0)
 			if err != nil {
 				return
 			}

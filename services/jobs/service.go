@@ -309,8 +309,19 @@ func (s *Service) Activity(ctx context.Context, id int64) (string, error) {
 	return s.store.JobActivity(ctx, id)
 }
 
-// LogChunks returns the output of one attempt of a job after chunk afterID, in
-// arrival order; stream "" gives both streams.
-func (s *Service) LogChunks(ctx context.Context, jobID int64, attempt int, stream string, afterID int64) ([]models.JobLogChunk, error) {
-	return s.store.LogChunks(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID})
+// logPage is how many chunks one read of a job's output takes: 4 MiB of what agents
+// ship, 16 MiB at most, whatever the output's size.
+const logPage = 64
+
+// LogChunks returns a page of the output of one attempt of a job after chunk afterID
+// and up to chunk upToID (0: the last), in arrival order; stream "" gives both
+// streams. An empty page is the end.
+func (s *Service) LogChunks(ctx context.Context, jobID int64, attempt int, stream string, afterID, upToID int64) ([]models.JobLogChunk, error) {
+	return s.store.LogChunks(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID, UpToID: upToID, Limit: logPage})
+}
+
+// LogExtent returns the last chunk of the output of one attempt of a job after chunk
+// afterID (0: none) and the bytes up to it.
+func (s *Service) LogExtent(ctx context.Context, jobID int64, attempt int, stream string, afterID int64) (lastID, bytes int64, err error) {
+	return s.store.LogExtent(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID})
 }

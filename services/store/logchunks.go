@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/gantry-gpu/gantry/models"
@@ -35,21 +36,44 @@ func (s *Store) CreateLogChunk(ctx context.Context, c *models.JobLogChunk) error
 }
 
 // LogFilter selects log chunks of one attempt of a job. An empty Stream selects
-// both; AfterID continues a read; Limit defaults to 1000.
+// both; AfterID continues a read, and UpToID (when not 0) ends it; Limit defaults to
+// 1000.
 type LogFilter struct {
 	JobID   int64
 	Attempt int
 	Stream  string
 	AfterID int64
+	UpToID  int64
 	Limit   int
+}
+
+// logChunksOf is the query of the chunks f selects, Limit aside.
+func (s *Store) logChunksOf(ctx context.Context, f LogFilter) *gorm.DB {
+	q := s.with(ctx).Model(&models.JobLogChunk{}).Where("job_id = ? AND attempt = ? AND id > ?", f.JobID, f.Attempt, f.AfterID)
+	if f.UpToID != 0 {
+		q = q.Where("id <= ?", f.UpToID)
+	}
+	if f.Stream != "" {
+		q = q.Where("stream = ?", f.Stream)
+	}
+	return q
+}
+
+// LogExtent returns the id of the last chunk f selects (0: none) and how many bytes
+// the chunks hold, without reading them: an answer that sends them all says its length
+// first.
+func (s *Store) LogExtent(ctx context.Context, f LogFilter) (lastID, bytes int64, err error) {
+	var out struct{ LastID, Bytes int64 }
+	err = s.logChunksOf(ctx, f).Select("COALESCE(MAX(id), 0) AS last_id, COALESCE(SUM(LENGTH(data)), 0) AS bytes").Scan(&out).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("extent of the log of job %d attempt %d: %w", f.JobID, f.Attempt, err)
+	}
+	return out.LastID, out.Bytes, nil
 }
 
 // LogChunks returns the chunks matching f in the order they arrived.
 func (s *Store) LogChunks(ctx context.Context, f LogFilter) ([]models.JobLogChunk, error) {
-	q := s.with(ctx).Where("job_id = ? AND attempt = ? AND id > ?", f.JobID, f.Attempt, f.AfterID)
-	if f.Stream != "" {
-		q = q.Where("stream = ?", f.Stream)
-	}
+	q := s.logChunksOf(ctx, f)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
