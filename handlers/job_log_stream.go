@@ -19,6 +19,19 @@ const logKeepAlive = 15 * time.Second
 // logWaitRetry is how soon a browser asks again for the logs of a job not started yet.
 const logWaitRetry = 2 * time.Second
 
+// A page's log shows the last 2 MiB of what an attempt wrote before it opened, in 2,000
+// chunks at most: a chatty job writes hundreds of MiB, more than a browser can lay out.
+// Download has it all.
+const (
+	logPageBytes  = 2 << 20
+	logPageChunks = 2000
+)
+
+// skippedEvent is the data of the "skipped" event: the bytes of earlier output left out.
+type skippedEvent struct {
+	Bytes int64 `json:"bytes"`
+}
+
 // logEvent is the data of a "log" event: one chunk of one stream.
 type logEvent struct {
 	Stream string `json:"stream"`
@@ -38,8 +51,9 @@ type endEvent struct {
 }
 
 // JobLogStream streams one attempt's output as server-sent events, read from the log
-// store so that any replica can serve it: "following" first when the attempt has not
-// ended; "log" events carry a chunk, with the chunk's id as the event id (a reconnecting
+// store so that any replica can serve it: "skipped" first when the attempt wrote more
+// than a page shows (the bytes of earlier output left out); "following" when the
+// attempt has not ended; "log" events carry a chunk, with the chunk's id as the event id (a reconnecting
 // browser sends it back as Last-Event-ID and goes on after it); "waiting", after which
 // the connection closes and the browser asks again shortly, while the job has not
 // started; "end" once the attempt ended and all it wrote was sent. ?attempt and ?stream pick as GET /api/v1/jobs/:id/logs does.
@@ -52,9 +66,10 @@ func (h *Handler) JobLogStream(c *gin.Context) {
 	if !ok {
 		return
 	}
+	resumed := false
 	if last := c.GetHeader("Last-Event-ID"); last != "" {
 		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n > q.after {
-			q.after = n
+			q.after, resumed = n, true
 		}
 	}
 	ctx := c.Request.Context()
@@ -82,6 +97,16 @@ func (h *Handler) JobLogStream(c *gin.Context) {
 		fmt.Fprintf(w, "retry: %d\n", logWaitRetry.Milliseconds())
 		send("waiting", "", map[string]string{"state": j.State})
 		return
+	}
+	if !resumed {
+		from, skipped, err := h.jobs.LogTailFrom(ctx, j.ID, q.attempt, q.stream, q.after, logPageBytes, logPageChunks)
+		if err != nil {
+			return
+		}
+		if skipped > 0 && !send("skipped", "", skippedEvent{Bytes: skipped}) {
+			return
+		}
+		q.after = from
 	}
 	// Whether it ended is read before the output: an agent ships all output before it
 	// reports the exit, so nothing can follow the last read.

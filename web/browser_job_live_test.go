@@ -274,3 +274,49 @@ func TestJobPageLogPickerFollowsRetriesInBrowser(t *testing.T) {
 		t.Fatal("the page was reloaded; it should have followed the job in place")
 	}
 }
+
+// A chatty job's page keeps the last few MiB of its output in view: live output past 4
+// MiB is trimmed from the front, and a page opened later starts on the last 2 MiB;
+// either way a note above the output says how much is not shown.
+func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	end := filepath.Join(t.TempDir(), "end")
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("name", "chatty")
+	// 100 lines of 64 KiB: 6.25 MiB.
+	f.Set("command", `/bin/sh -c 'i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#log-output")); err != nil {
+		t.Fatal(err)
+	}
+	s.runCluster("2xA100-80GB")
+	shown := `new TextEncoder().encode(document.getElementById("log-output").textContent).length`
+	waitText(t, ctx, "[data-testid=log-left-out]", "of earlier output is not shown here: Download has all of it.", 60*time.Second)
+	waitTrue(t, ctx, `document.getElementById("log-output").textContent.endsWith("x\n")`, "the last line shown", 60*time.Second)
+	if n := run(t, ctx, chromedp.Evaluate[int](shown)); n > 4<<20+64<<10 {
+		t.Errorf("the page holds %d bytes of output; want at most 4 MiB and a chunk", n)
+	}
+	if err := os.WriteFile(end, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
+
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1])); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-status]", "This is the end of its output; Download has all of it.", 30*time.Second)
+	if note := waitText(t, ctx, "[data-testid=log-left-out]", "not shown", time.Second); !strings.HasPrefix(note, "[4.3 MiB of earlier output") {
+		t.Errorf("the page opened after the job says %q; want 4.3 MiB left out", note)
+	}
+	if n := run(t, ctx, chromedp.Evaluate[int](shown)); n > 2<<20+len("[4.3 MiB of earlier output is not shown here: Download has all of it.]\n") {
+		t.Errorf("the page opened after the job holds %d bytes of output; want at most 2 MiB and the note", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func (s *jobSite) readEvents(c *http.Client, path string) (*http.Response, []sse
 	var out []sse
 	var cur sse
 	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 4<<20) // an event carries a chunk of up to 256 KiB, escaped
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -337,6 +339,103 @@ func TestJobPageSaysWhyItFailed(t *testing.T) {
 			if res.StatusCode != 200 || !strings.Contains(body, want) {
 				t.Errorf("the page of a failed job (%d) lacks %q", res.StatusCode, want)
 			}
+		}
+	})
+}
+
+// A page's log opens on the last 2 MiB of what the attempt wrote, in 2,000 chunks at
+// most, saying first how much earlier output it leaves out; a browser that reconnects
+// goes on where it stopped, with nothing left out.
+func TestJobPageLogOpensOnTheLastOutput(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newJobSite(t, st)
+		ctx := context.Background()
+		ada := s.user("ada", "default", models.RoleMember)
+		f := jobForm(s.csrf(ada, "/jobs/new"))
+		f.Set("gpu_share", "")
+		f.Set("gpu_model", "A100-80GB")
+		res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+		m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+		if m == nil {
+			t.Fatalf("submit = %d", res.StatusCode)
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		node := s.join("gpu-a", "2xA100-80GB")
+		s.disp.Tick(ctx)
+		leases, err := s.disp.Leases(ctx, node, "", 0)
+		if err != nil || len(leases.Allocations) != 1 {
+			t.Fatalf("leases = %+v, %v", leases, err)
+		}
+		ref := leases.Allocations[0].AttemptRef
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventStarted}); err != nil {
+			t.Fatal(err)
+		}
+		write := func(stream string, n, size int, from int64) int64 {
+			for i := range n {
+				c := models.JobLogChunk{JobID: id, Attempt: 1, Stream: stream, Offset: from, Data: []byte(strings.Repeat(string(rune('a'+i%26)), size-1) + "\n")}
+				if err := st.CreateLogChunk(ctx, &c); err != nil {
+					t.Fatal(err)
+				}
+				from += int64(size)
+			}
+			return from
+		}
+		stream := func(header map[string]string) (skipped int64, logs []sse) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/jobs/"+m[1]+"/logs/stream?stream=stdout", nil)
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			body := new(strings.Builder)
+			res, err := ada.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufio.NewReader(res.Body).WriteTo(body)
+			res.Body.Close()
+			for block := range strings.SplitSeq(body.String(), "\n\n") {
+				var e sse
+				for line := range strings.SplitSeq(block, "\n") {
+					switch {
+					case strings.HasPrefix(line, "event: "):
+						e.event = line[7:]
+					case strings.HasPrefix(line, "id: "):
+						e.id = line[4:]
+					case strings.HasPrefix(line, "data: "):
+						e.data = line[6:]
+					}
+				}
+				switch e.event {
+				case "skipped":
+					var d struct{ Bytes int64 }
+					if err := json.Unmarshal([]byte(e.data), &d); err != nil || len(logs) > 0 {
+						t.Fatalf("skipped event %q after %d logs: %v", e.data, len(logs), err)
+					}
+					skipped = d.Bytes
+				case "log":
+					logs = append(logs, e)
+				}
+			}
+			return skipped, logs
+		}
+		// 3 MiB in 64 KiB chunks: the last 2 MiB are shown, the first 1 MiB is not.
+		end := write("stdout", 48, 64<<10, 0)
+		exit := 0
+		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
+			t.Fatal(err)
+		}
+		skipped, logs := stream(nil)
+		if skipped != 1<<20 || len(logs) != 32 || !strings.Contains(logs[0].data, `"text":"qqqq`) || !strings.Contains(logs[31].data, `"text":"vvvv`) {
+			t.Fatalf("the stream of 3 MiB left out %d bytes and sent %d chunks; want 1 MiB out and the last 32 (q…v)", skipped, len(logs))
+		}
+		if skipped, rest := stream(map[string]string{"Last-Event-ID": logs[30].id}); skipped != 0 || len(rest) != 1 || rest[0].id != logs[31].id {
+			t.Errorf("a reconnect after the 31st chunk: %d bytes left out, %d chunks; want the last one only", skipped, len(rest))
+		}
+		// Many small chunks: at most 2,000 of them.
+		write("stdout", 2100, 10, end)
+		if skipped, logs := stream(nil); skipped != 3<<20+100*10 || len(logs) != 2000 {
+			t.Errorf("the stream of 2,100 more small chunks left out %d bytes and sent %d chunks; want 3 MiB + 1,000 bytes out and 2,000 sent", skipped, len(logs))
 		}
 	})
 }

@@ -320,6 +320,12 @@ func (s *Service) LogChunks(ctx context.Context, jobID int64, attempt int, strea
 	return s.store.LogChunks(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID, UpToID: upToID, Limit: logPage})
 }
 
+// LogTailFrom returns the chunk after which the last maxBytes (in maxChunks at most)
+// of the output of one attempt of a job after chunk afterID begin, and the bytes before.
+func (s *Service) LogTailFrom(ctx context.Context, jobID int64, attempt int, stream string, afterID, maxBytes int64, maxChunks int) (from, skipped int64, err error) {
+	return s.store.LogTailFrom(ctx, store.LogFilter{JobID: jobID, Attempt: attempt, Stream: stream, AfterID: afterID}, maxBytes, maxChunks)
+}
+
 // LogExtent returns the last chunk of the output of one attempt of a job after chunk
 // afterID (0: none) and the bytes up to it.
 func (s *Service) LogExtent(ctx context.Context, jobID int64, attempt int, stream string, afterID int64) (lastID, bytes int64, err error) {

@@ -71,6 +71,28 @@ func (s *Store) LogExtent(ctx context.Context, f LogFilter) (lastID, bytes int64
 	return out.LastID, out.Bytes, nil
 }
 
+// LogTailFrom returns where to start reading the chunks f selects so that what is read
+// is their last maxBytes at most, in maxChunks at most: the id of the last chunk left
+// out (f.AfterID when none is), and the bytes left out. f.UpToID is ignored.
+func (s *Store) LogTailFrom(ctx context.Context, f LogFilter, maxBytes int64, maxChunks int) (afterID, skipped int64, err error) {
+	f.UpToID = 0
+	var rows []struct{ ID, Size int64 }
+	err = s.logChunksOf(ctx, f).Select("id, LENGTH(data) AS size").Order("id DESC").Limit(maxChunks + 1).Scan(&rows).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("end of the log of job %d attempt %d: %w", f.JobID, f.Attempt, err)
+	}
+	var kept int64
+	for i, r := range rows {
+		if kept+r.Size > maxBytes || i == maxChunks {
+			f.UpToID = r.ID
+			_, skipped, err := s.LogExtent(ctx, f)
+			return r.ID, skipped, err
+		}
+		kept += r.Size
+	}
+	return f.AfterID, 0, nil
+}
+
 // LogChunks returns the chunks matching f in the order they arrived.
 func (s *Store) LogChunks(ctx context.Context, f LogFilter) ([]models.JobLogChunk, error) {
 	q := s.logChunksOf(ctx, f)

@@ -2,7 +2,10 @@
 // GET /jobs/ID/logs/stream), with follow (keep the newest line in view), pause (stop
 // showing new output; it is kept and shown on resume), a stream and attempt picker
 // (which gains a retry's attempt as it comes), and a download link that matches what
-// is picked. Follow and pause show only while more output can come.
+// is picked. Follow and pause show only while more output can come. The page shows the
+// last few MiB: the server leaves out earlier output when the stream opens ("skipped"),
+// and what the job writes after is trimmed from the front past showMax; a note above
+// the output says how much is not shown, and Download has it all.
 (function () {
   "use strict";
   var box = document.querySelector("[data-log-url]");
@@ -24,6 +27,12 @@
   var waiting = false;
   // The job's output was deleted for its age: an ended attempt shows none of it.
   var deleted = box.hasAttribute("data-output-deleted");
+  // The output kept in view, in bytes: trimmed to showKeep once past showMax.
+  var showMax = 4 << 20;
+  var showKeep = 2 << 20;
+  var shown = 0;
+  var hidden = 0;
+  var note = null;
 
   function query() {
     var q = [];
@@ -34,12 +43,44 @@
 
   function say(text) { status.textContent = text; }
 
+  var utf8 = new TextEncoder();
+  // size is the bytes text takes as the job wrote it (UTF-8), as the server counts.
+  function size(text) { return utf8.encode(text).length; }
+
+  function mib(n) { return (n / (1 << 20)).toFixed(1) + " MiB"; }
+
+  // leftOut says, above the output, how much earlier output is not shown.
+  function leftOut(n) {
+    hidden += n;
+    if (!note) {
+      note = document.createElement("span");
+      note.className = "log-note";
+      note.setAttribute("data-testid", "log-left-out");
+      out.insertBefore(note, out.firstChild);
+    }
+    note.textContent = "[" + mib(hidden) + " of earlier output is not shown here: Download has all of it.]\n";
+  }
+
   function show(d) {
     var span = document.createElement("span");
     span.className = "log-" + d.stream;
     if (d.stream === "stderr") { span.title = "stderr"; }
     span.textContent = d.text;
     out.appendChild(span);
+    shown += size(d.text);
+    if (shown > showMax) {
+      var gone = 0;
+      var first = note ? note.nextSibling : out.firstChild;
+      while (shown > showKeep && first && first !== span) {
+        var next = first.nextSibling;
+        var n = size(first.textContent);
+        gone += n;
+        shown -= n;
+        out.removeChild(first);
+        first = next;
+      }
+      if (gone > 0) { leftOut(gone); }
+    }
     if (follow.checked) { out.scrollTop = out.scrollHeight; }
   }
 
@@ -91,6 +132,9 @@
     close();
     out.textContent = "";
     held = [];
+    shown = 0;
+    hidden = 0;
+    note = null;
     download.href = box.getAttribute("data-log-download") + query();
     source = new EventSource(box.getAttribute("data-log-url") + query());
     say("Following the output live…");
@@ -98,6 +142,9 @@
       var d = JSON.parse(e.data);
       if (waiting) { waiting = false; say("Following the output live…"); }
       if (paused) { held.push(d); } else { show(d); }
+    });
+    source.addEventListener("skipped", function (e) {
+      leftOut(JSON.parse(e.data).bytes);
     });
     source.addEventListener("following", function (e) {
       waiting = false;
@@ -121,7 +168,8 @@
       }
       streaming(false);
       say(d.attempt ? "Attempt " + d.attempt + " ended; " + jobNow(d.state) +
-        (deleted ? ". Its output was deleted, as said above." : ". This is all of its output.") :
+        (deleted ? ". Its output was deleted, as said above." :
+          hidden > 0 ? ". This is the end of its output; Download has all of it." : ". This is all of its output.") :
         "The job ended (" + d.state + ") without running, so there is no output.");
     });
     source.onerror = function () {
