@@ -103,3 +103,14 @@ func (h *Handler) adminFailed(c *gin.Context, err error, invalid func(*models.Fi
 	}
 	return h.failed(c, err, invalid)
 }
+
+// backTo is where an action taken on a console list goes back to: the list's page as
+// the form's "back" field names it (with the filter and page it was taken on), else
+// page itself. Nothing but a link to page is taken from the field.
+func backTo(c *gin.Context, page string) string {
+	u, err := url.Parse(c.PostForm("back"))
+	if err != nil || u.Path != page || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return page
+	}
+	return u.RequestURI()
+}

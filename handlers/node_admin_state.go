@@ -37,7 +37,7 @@ func (h *Handler) NodeAdminStateUpdate(c *gin.Context) {
 		if !h.confirmed(c, templates.ConfirmData{
 			Heading: "Drain node " + name + "?",
 			Message: fmt.Sprintf("No new job starts on %s. Jobs that run there now may go on for %s; then they are asked to checkpoint and stop, and resume on another node.", name, d),
-			Button:  "Drain " + name, Back: nodesBack(c),
+			Button:  "Drain " + name, Back: backTo(c, "/admin/nodes"),
 		}, "state", "drain_for", "back") {
 			return
 		}
@@ -52,7 +52,7 @@ func (h *Handler) NodeAdminStateUpdate(c *gin.Context) {
 	if n.DrainDeadline != nil {
 		msg = "Node " + n.Name + " is draining: its jobs stop at " + n.DrainDeadline.UTC().Format(time.DateTime) + " UTC."
 	}
-	redirectNotice(c, nodesBack(c), msg)
+	redirectNotice(c, backTo(c, "/admin/nodes"), msg)
 }
 
 // nodeActionFailed answers a node action's error; it reports whether there was one. Bad

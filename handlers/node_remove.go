@@ -12,7 +12,7 @@ func (h *Handler) NodeRemove(c *gin.Context) {
 	if !h.confirmed(c, templates.ConfirmData{
 		Heading: "Remove node " + name + "?",
 		Message: name + " goes down and its agent's credential is revoked: the machine comes back only by joining again with a new join token. A machine an autoscaled pool created is deleted. This is refused while jobs run there; drain it first. Its history stays.",
-		Button:  "Remove " + name, Back: nodesBack(c),
+		Button:  "Remove " + name, Back: backTo(c, "/admin/nodes"),
 	}, "back") {
 		return
 	}
@@ -20,5 +20,5 @@ func (h *Handler) NodeRemove(c *gin.Context) {
 	if h.nodeActionFailed(c, err, nil) {
 		return
 	}
-	redirectNotice(c, nodesBack(c), "Removed node "+n.Name+": its agent is refused from now on.")
+	redirectNotice(c, backTo(c, "/admin/nodes"), "Removed node "+n.Name+": its agent is refused from now on.")
 }

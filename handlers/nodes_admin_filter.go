@@ -73,17 +73,6 @@ func (f nodeFilter) link(page int, removed bool) string {
 	return "/admin/nodes?" + q.Encode()
 }
 
-// nodesBack is where a node action goes back to: the nodes page as its form's "back"
-// field names it (the page and filter the action was taken from), else the first page.
-// Nothing but a link to the nodes page is taken from the field.
-func nodesBack(c *gin.Context) string {
-	u, err := url.Parse(c.PostForm("back"))
-	if err != nil || u.Path != "/admin/nodes" || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return "/admin/nodes"
-	}
-	return u.RequestURI()
-}
-
 // apply returns the nodes of the filter's page among nodes (the last page where it asks
 // for one past the end) and what the page says of them.
 func (f nodeFilter) apply(nodes []models.Node) ([]models.Node, templates.NodesFilter) {
@@ -97,8 +86,8 @@ func (f nodeFilter) apply(nodes []models.Node) ([]models.Node, templates.NodesFi
 	page := min(f.page, pages)
 	from, to := (page-1)*nodesPerPage, min(page*nodesPerPage, len(kept))
 	v := templates.NodesFilter{Name: f.name, State: f.state, States: models.NodeStates, Filtered: f.name != "" || f.state != "",
-		Total: len(kept), From: from + 1, To: to, Here: f.link(page, f.removed), Clear: nodeFilter{}.link(1, f.removed),
-		Hide: f.link(1, false), Show: f.link(1, true)}
+		Pager: templates.Pager{Total: len(kept), From: from + 1, To: to, Here: f.link(page, f.removed)},
+		Clear: nodeFilter{}.link(1, f.removed), Hide: f.link(1, false), Show: f.link(1, true)}
 	if page > 1 {
 		v.Prev = f.link(page-1, f.removed)
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -12,30 +11,22 @@ import (
 	"github.com/gantry-gpu/gantry/templates"
 )
 
-// peopleShown bounds the people list; a search narrows it.
-const peopleShown = 200
-
-// PeopleIndex lists the people of the installation with their roles, searchable by
-// name or e-mail.
+// PeopleIndex lists the people of the installation with their roles, 100 a page,
+// searchable by name or e-mail.
 func (h *Handler) PeopleIndex(c *gin.Context) {
 	ctx := c.Request.Context()
-	d := templates.PeopleData{Notice: c.Query("notice")}
+	filter, ok := h.peopleFilterOf(c)
+	if !ok {
+		return
+	}
+	d := templates.PeopleData{Notice: c.Query("notice"), Query: filter.q}
 	users, err := h.store.Users(ctx)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	d.Query = strings.TrimSpace(c.Query("q"))
-	var shown []models.User
-	q := strings.ToLower(d.Query)
-	for _, u := range users {
-		if len(shown) == peopleShown {
-			break
-		}
-		if q == "" || strings.Contains(strings.ToLower(u.Username+" "+u.DisplayName+" "+u.Email), q) {
-			shown = append(shown, u)
-		}
-	}
+	shown, pager := filter.apply(users)
+	d.Pager = pager
 	ids := make([]int64, len(shown))
 	for i, u := range shown {
 		ids[i] = u.ID

@@ -16,8 +16,8 @@ func (h *Handler) PersonDisable(c *gin.Context) {
 		Heading: "Disable " + name + "?",
 		Message: name + " is signed out everywhere at once, their API tokens stop working and they cannot sign in until an admin enables them again. Their jobs keep running unless you stop them too.",
 		Option:  "stop_jobs", OptionLabel: "Also cancel every queued or running job of " + name,
-		Button: "Disable " + name, Back: "/admin/people",
-	}) {
+		Button: "Disable " + name, Back: backTo(c, "/admin/people"),
+	}, "back") {
 		return
 	}
 	d, err := h.dir.DisableUser(c.Request.Context(), principal(c).User, name, c.PostForm("stop_jobs") == "true")
@@ -30,5 +30,5 @@ func (h *Handler) PersonDisable(c *gin.Context) {
 	} else if d.JobsLeft > 0 {
 		msg += fmt.Sprintf("; %d of their jobs keep running or waiting", d.JobsLeft)
 	}
-	redirectNotice(c, "/admin/people", msg+".")
+	redirectNotice(c, backTo(c, "/admin/people"), msg+".")
 }

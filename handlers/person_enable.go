@@ -10,5 +10,5 @@ func (h *Handler) PersonEnable(c *gin.Context) {
 	if h.adminFailed(c, err, nil) {
 		return
 	}
-	redirectNotice(c, "/admin/people", u.Username+" can sign in again, with the roles they had.")
+	redirectNotice(c, backTo(c, "/admin/people"), u.Username+" can sign in again, with the roles they had.")
 }

@@ -20,5 +20,5 @@ func (h *Handler) PersonRolesUpdate(c *gin.Context) {
 	case u.IsAuditor:
 		msg = u.Username + " is an auditor."
 	}
-	redirectNotice(c, "/admin/people", msg)
+	redirectNotice(c, backTo(c, "/admin/people"), msg)
 }

@@ -1,0 +1,78 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/templates"
+)
+
+// peoplePerPage is how many people one page of the console lists, each row with its
+// forms.
+const peoplePerPage = 100
+
+// peopleFilter narrows the people page: to those whose username, name or e-mail holds
+// q (any letter case), and to one page of them.
+type peopleFilter struct {
+	q    string
+	page int
+}
+
+// peopleFilterOf reads ?q= and ?page= of the people page, or answers 400 naming the
+// page.
+func (h *Handler) peopleFilterOf(c *gin.Context) (peopleFilter, bool) {
+	f := peopleFilter{q: strings.TrimSpace(c.Query("q")), page: 1}
+	if p := c.Query("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			h.errorPage(c, http.StatusBadRequest, "Bad page", fmt.Sprintf("Page: %q is not a page number, a whole number from 1; follow the page's own links.", p))
+			return f, false
+		}
+		f.page = n
+	}
+	return f, true
+}
+
+// link is the people page with this search at page (1: none said).
+func (f peopleFilter) link(page int) string {
+	q := url.Values{}
+	if f.q != "" {
+		q.Set("q", f.q)
+	}
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	if len(q) == 0 {
+		return "/admin/people"
+	}
+	return "/admin/people?" + q.Encode()
+}
+
+// apply returns the people of the filter's page among users (the last page where it
+// asks for one past the end) and the pager that says where the page is.
+func (f peopleFilter) apply(users []models.User) ([]models.User, templates.Pager) {
+	q := strings.ToLower(f.q)
+	var kept []models.User
+	for _, u := range users {
+		if q == "" || strings.Contains(strings.ToLower(u.Username+" "+u.DisplayName+" "+u.Email), q) {
+			kept = append(kept, u)
+		}
+	}
+	pages := max(1, (len(kept)+peoplePerPage-1)/peoplePerPage)
+	page := min(f.page, pages)
+	from, to := (page-1)*peoplePerPage, min(page*peoplePerPage, len(kept))
+	v := templates.Pager{Total: len(kept), From: from + 1, To: to, Here: f.link(page)}
+	if page > 1 {
+		v.Prev = f.link(page - 1)
+	}
+	if page < pages {
+		v.Next = f.link(page + 1)
+	}
+	return kept[from:to], v
+}
