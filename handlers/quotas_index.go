@@ -60,7 +60,7 @@ func (h *Handler) renderQuotas(c *gin.Context, status int, d templates.QuotasDat
 	for _, u := range free {
 		d.Unlimited = append(d.Unlimited, templates.UnlimitedRow{Team: u.Team, Model: u.GPUModel, Use: quotas.GPUs(u.UseMilli)})
 	}
-	if d.Waiting, err = h.waitingOnQuota(c, limited); err != nil {
+	if d.Waiting, d.WaitingMore, err = h.waitingOnQuota(c, limited); err != nil {
 		h.serverError(c, err)
 		return
 	}
@@ -88,23 +88,24 @@ func (h *Handler) renderQuotas(c *gin.Context, status int, d templates.QuotasDat
 	render(c, status, templates.Quotas(h.page(c, "Quotas", "admin"), d))
 }
 
-// waitingOnQuota lists the queued jobs of teams with quotas, oldest first, with why they wait.
-func (h *Handler) waitingOnQuota(c *gin.Context, limited map[string]bool) ([]templates.WaitingRow, error) {
+// waitingOnQuota lists the first queued jobs of teams with quotas, oldest first, with
+// why they wait, and whether more of them wait.
+func (h *Handler) waitingOnQuota(c *gin.Context, limited map[string]bool) ([]templates.WaitingRow, bool, error) {
 	ctx := c.Request.Context()
 	if len(limited) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	queued, err := h.store.QueuedJobs(ctx, 500)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	projects, err := h.store.Projects(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	teams, err := h.store.Teams(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	teamName := map[int64]string{}
 	for _, t := range teams {
@@ -117,11 +118,14 @@ func (h *Handler) waitingOnQuota(c *gin.Context, limited map[string]bool) ([]tem
 	var out []templates.WaitingRow
 	for _, j := range queued {
 		p := project[j.ProjectID]
-		if team := teamName[p.TeamID]; limited[team] && len(out) < waitingShown {
+		if team := teamName[p.TeamID]; limited[team] {
+			if len(out) == waitingShown {
+				return out, true, nil
+			}
 			out = append(out, templates.WaitingRow{ID: j.ID, Name: j.Name, Team: team, Project: p.Name, Reason: j.PendingReason})
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func quotaRow(r quotas.Row, budget string) templates.QuotaRow {

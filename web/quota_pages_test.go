@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -150,6 +151,9 @@ func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		if !strings.Contains(body, `<td data-testid="use">1 GPU`) {
 			t.Error("the quotas page does not show the GPU in use")
 		}
+		if strings.Contains(body, `data-testid="waiting-more"`) {
+			t.Error("the quotas page says more jobs wait than it lists; it lists the one that waits")
+		}
 
 		// Lowering the quota below the use is allowed, with a warning; the running job stays.
 		res, _ = s.form(admin, token, "/admin/quotas", "team", "default", "guaranteed", "0.5")
@@ -166,6 +170,15 @@ func TestQuotaSetOnTheConsoleHoldsAJob(t *testing.T) {
 		_, body = s.send(s.browser(), "GET", "/api/v1/jobs/"+strconv.FormatInt(first, 10), "", bearer)
 		if json.Unmarshal([]byte(body), &job); job.State != "scheduled" {
 			t.Fatalf("a lower quota stopped a running job: %s", body)
+		}
+
+		// Past 20 waiting jobs the page lists the first 20 and says more wait.
+		for i := range 20 {
+			s.submit(bearer, fmt.Sprintf("more-%d", i))
+		}
+		body = s.mustGet(admin, "/admin/quotas")
+		if n := strings.Count(body, "<tr data-job="); n != 20 || !strings.Contains(body, `data-testid="waiting-more">These are the first 20 in the queue's order; more wait.`) {
+			t.Errorf("with 21 jobs waiting the page lists %d and says more wait: %v", n, strings.Contains(body, "waiting-more"))
 		}
 	})
 }
