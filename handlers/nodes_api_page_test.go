@@ -22,6 +22,7 @@ import (
 type nodesPage struct {
 	Nodes []struct {
 		Name  string
+		Pool  string
 		State string
 		GPUs  []struct{ UUID string }
 	}
@@ -35,8 +36,15 @@ func TestNodesAPIPagesThroughTheFleet(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.Backends()[0].Config(t))
 	ctx := context.Background()
+	pool := &models.NodePool{Name: "spot-east", Provider: "static", CapacityType: models.CapacitySpot, Template: "{}", ProviderConfig: "{}"}
+	if err := st.CreateNodePool(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 7 {
 		n := &models.Node{Name: fmt.Sprintf("gpu-%02d", i), State: models.NodeReady}
+		if i >= 5 {
+			n.PoolID = &pool.ID
+		}
 		if i%3 == 0 {
 			n.State = models.NodeLost
 		}
@@ -74,6 +82,9 @@ func TestNodesAPIPagesThroughTheFleet(t *testing.T) {
 					t.Errorf("%s listed with GPUs %+v, not its own", n.Name, n.GPUs)
 				}
 				names = append(names, n.Name+"/"+n.State)
+				if wantPool := map[bool]string{true: "spot-east"}[n.Name >= "gpu-05"]; n.Pool != wantPool {
+					t.Errorf("%s listed in pool %q, want %q", n.Name, n.Pool, wantPool)
+				}
 			}
 			if p.NextCursor == nil {
 				return names, pages
@@ -93,12 +104,15 @@ func TestNodesAPIPagesThroughTheFleet(t *testing.T) {
 	if names, _ := walk(url.Values{"name": {"-05"}}); strings.Join(names, " ") != "gpu-05/ready" {
 		t.Errorf("name -05: %v", names)
 	}
+	if names, _ := walk(url.Values{"pool": {"spot-east"}}); strings.Join(names, " ") != "gpu-05/ready gpu-06/lost" {
+		t.Errorf("pool spot-east: %v", names)
+	}
 
 	for q, field := range map[string]string{
 		"limit=0": "limit", "limit=501": "limit", "limit=ten": "limit",
 		"cursor=nonsense": "cursor", "cursor=" + "e30": "cursor",
 		"state=asleep": "state", "state=ready,asleep": "state",
-		"include_removed=maybe": "include_removed", "name=%00": "name",
+		"include_removed=maybe": "include_removed", "name=%00": "name", "pool=nowhere": "pool",
 	} {
 		res, err := http.Get(srv.URL + "/api/v1/nodes?" + q)
 		if err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,9 +28,9 @@ type nodeCursor struct {
 }
 
 // nodesAPIQuery reads GET /api/v1/nodes' limit, cursor, state (repeated or
-// comma-separated), name (a part of it, any letter case) and include_removed; bad
-// input is a *models.FieldError naming the parameter.
-func nodesAPIQuery(c *gin.Context) (store.NodeFilter, error) {
+// comma-separated), name (a part of it, any letter case), pool (a name) and
+// include_removed; bad input is a *models.FieldError naming the parameter.
+func (h *Handler) nodesAPIQuery(c *gin.Context) (store.NodeFilter, error) {
 	f := store.NodeFilter{Limit: nodesAPIDefaultLimit, Name: c.Query("name")}
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -59,6 +60,16 @@ func nodesAPIQuery(c *gin.Context) (store.NodeFilter, error) {
 			}
 			f.States = append(f.States, st)
 		}
+	}
+	if v := c.Query("pool"); v != "" {
+		p, err := h.store.NodePoolByName(c.Request.Context(), v)
+		if errors.Is(err, store.ErrNotFound) {
+			return f, models.Invalid("pool", "there is no pool %q", v)
+		}
+		if err != nil {
+			return f, err
+		}
+		f.PoolID = p.ID
 	}
 	if v := c.Query("include_removed"); v != "" {
 		b, err := strconv.ParseBool(v)

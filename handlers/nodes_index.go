@@ -9,6 +9,7 @@ import (
 
 type nodeJSON struct {
 	Name            string     `json:"name"`
+	Pool            string     `json:"pool,omitempty"`
 	State           string     `json:"state"`
 	StateReason     string     `json:"state_reason,omitempty"`
 	DrainDeadline   *time.Time `json:"drain_deadline,omitempty"`
@@ -40,7 +41,7 @@ type gpuJSON struct {
 // ?include_removed=true; "removed" counts them either way.
 func (h *Handler) NodesIndex(c *gin.Context) {
 	ctx := c.Request.Context()
-	f, err := nodesAPIQuery(c)
+	f, err := h.nodesAPIQuery(c)
 	if h.failed(c, err, nil) {
 		return
 	}
@@ -57,6 +58,15 @@ func (h *Handler) NodesIndex(c *gin.Context) {
 		return
 	}
 	nodes, next := nextNodeCursor(nodes, limit)
+	pools, err := h.store.NodePools(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	poolName := make(map[int64]string, len(pools))
+	for _, p := range pools {
+		poolName[p.ID] = p.Name
+	}
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID
@@ -79,6 +89,9 @@ func (h *Handler) NodesIndex(c *gin.Context) {
 		}
 		if out[i].GPUs == nil {
 			out[i].GPUs = []gpuJSON{}
+		}
+		if n.PoolID != nil {
+			out[i].Pool = poolName[*n.PoolID]
 		}
 	}
 	var cursor *string

@@ -237,6 +237,9 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 	if _, stderr, code := u.run("", "nodes", "ls", "--state", "asleep"); code != 1 || !strings.Contains(stderr, `"asleep" is not a node state`) {
 		t.Errorf("nodes ls --state asleep: exit %d %q", code, stderr)
 	}
+	if _, stderr, code := u.run("", "nodes", "ls", "--pool", "nowhere"); code != 1 || !strings.Contains(stderr, `there is no pool "nowhere"`) {
+		t.Errorf("nodes ls --pool nowhere: exit %d %q", code, stderr)
+	}
 	var nodes struct {
 		Nodes []struct {
 			Name      string

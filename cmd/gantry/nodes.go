@@ -16,6 +16,7 @@ import (
 // listedNode is what the nodes table shows of a node of the API.
 type listedNode struct {
 	Name            string     `json:"name"`
+	Pool            string     `json:"pool"`
 	State           string     `json:"state"`
 	Simulated       bool       `json:"simulated"`
 	Runtime         string     `json:"runtime"`
@@ -54,13 +55,13 @@ func newNodesCmd() *cobra.Command {
 	var o clientOpts
 	var removed bool
 	var states []string
-	var name string
+	var name, pool string
 	ls := &cobra.Command{
 		Use:   "ls",
 		Args:  noArgs,
 		Short: "List the nodes with their GPUs (removed nodes only with --removed)",
 		Example: `  gantry nodes ls --state lost,down
-  gantry nodes ls --name rack7 -o json`,
+  gantry nodes ls --pool spot-east --name rack7 -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -75,6 +76,9 @@ func newNodesCmd() *cobra.Command {
 			}
 			if name != "" {
 				q.Set("name", name)
+			}
+			if pool != "" {
+				q.Set("pool", pool)
 			}
 			raws, removedCount, err := allNodes(cmd.Context(), c, q)
 			if err != nil {
@@ -91,13 +95,13 @@ func newNodesCmd() *cobra.Command {
 				return printRaw(cmd.OutOrStdout(), o.output, b)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSTATE\tGPUS\tDRIVER\tRUNTIME\tLAST HEARTBEAT (UTC)")
+			fmt.Fprintln(w, "NAME\tSTATE\tGPUS\tDRIVER\tRUNTIME\tLAST HEARTBEAT (UTC)\tPOOL")
 			for _, raw := range raws {
 				var n listedNode
 				if err := json.Unmarshal(raw, &n); err != nil {
 					return fmt.Errorf("read a node of %s: %w", c.base, err)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.stateText(), n.gpuText(), dashIfEmpty(n.DriverVersion), n.Runtime, utc(n.LastHeartbeatAt))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.stateText(), n.gpuText(), dashIfEmpty(n.DriverVersion), n.Runtime, utc(n.LastHeartbeatAt), dashIfEmpty(n.Pool))
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -116,6 +120,7 @@ func newNodesCmd() *cobra.Command {
 	ls.Flags().BoolVar(&removed, "removed", false, "list the removed nodes too (out of service for good, kept for their history)")
 	ls.Flags().StringSliceVar(&states, "state", nil, "only nodes in these states: ready, draining, cordoned, lost, down")
 	ls.Flags().StringVar(&name, "name", "", "only nodes whose name holds this, in any letter case")
+	ls.Flags().StringVar(&pool, "pool", "", "only the nodes of this pool")
 	cmd.AddCommand(ls,
 		newNodeStateCmd("cordon", "cordoned", "Start nothing new on a node; what runs there goes on (admins)", "  gantry nodes cordon gpu-07 --reason 'flaky fan'"),
 		newNodeStateCmd("drain", "draining", "Start nothing new on a node and checkpoint-stop what runs there after --for (admins); the jobs are queued again", "  gantry nodes drain gpu-07 --for 30m --reason 'kernel update'"),

@@ -47,12 +47,13 @@ func (s *Store) Nodes(ctx context.Context) ([]models.Node, error) {
 }
 
 // NodeFilter selects a page of nodes by name: those after After whose name holds Name
-// (any letter case) and whose state is one of States (any, when empty); removed nodes
-// only WithRemoved.
+// (any letter case), whose state is one of States (any, when empty) and, when PoolID is
+// not 0, in that pool; removed nodes only WithRemoved.
 type NodeFilter struct {
 	After       string
 	Name        string
 	States      []string
+	PoolID      int64
 	WithRemoved bool
 	Limit       int
 }
@@ -71,6 +72,9 @@ func (s *Store) NodesPage(ctx context.Context, f NodeFilter) ([]models.Node, err
 	}
 	if len(f.States) > 0 {
 		q = q.Where("state IN ?", f.States)
+	}
+	if f.PoolID != 0 {
+		q = q.Where("pool_id = ?", f.PoolID)
 	}
 	var out []models.Node
 	if err := q.Find(&out).Error; err != nil {

@@ -83,9 +83,13 @@ func TestNodesPageFollowsNamesAndFilters(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		at := time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
+		pool := &models.NodePool{Name: "east", Provider: "static", Template: "{}", ProviderConfig: "{}"}
+		if err := s.CreateNodePool(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
 		for _, n := range []models.Node{
 			{Name: "node-a", State: models.NodeReady},
-			{Name: "node-b", State: models.NodeLost},
+			{Name: "node-b", State: models.NodeLost, PoolID: &pool.ID},
 			{Name: "node-c", State: models.NodeReady},
 			{Name: "node-d", State: models.NodeCordoned},
 			{Name: "node-e", State: models.NodeDown, RemovedAt: &at},
@@ -133,6 +137,7 @@ func TestNodesPageFollowsNamesAndFilters(t *testing.T) {
 			{store.NodeFilter{Limit: 10, Name: "%"}, []string{}},
 			{store.NodeFilter{Limit: 10, States: []string{models.NodeReady}}, []string{"Node_X", "node-a", "node-c", "nodexx"}},
 			{store.NodeFilter{Limit: 10, States: []string{models.NodeDown}, WithRemoved: true}, []string{"node-e"}},
+			{store.NodeFilter{Limit: 10, PoolID: pool.ID}, []string{"node-b"}},
 		} {
 			got := strings.Fields(names(tc.f))
 			slices.Sort(got)
