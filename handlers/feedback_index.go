@@ -17,6 +17,9 @@ import (
 	"github.com/gantry-gpu/gantry/templates"
 )
 
+// feedbackPerPage is how many items one page of the board lists.
+const feedbackPerPage = 50
+
 // openStatuses are what the board shows unless asked for more.
 var openStatuses = []string{models.FeedbackNew, models.FeedbackPlanned, models.FeedbackInProgress}
 
@@ -52,10 +55,46 @@ func (h *Handler) renderFeedbackBoard(c *gin.Context, status int, d templates.Fe
 			strings.Join(feedback.Categories, ", ")+" (empty: any): pick one from the list.")
 		return
 	}
+	// "page" names the portal page a new item is about.
+	page, ok := h.pageOf(c, "board_page")
+	if !ok {
+		return
+	}
+	total, err := h.feedback.BoardSize(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	// A page past the end shows the last.
+	pages := max(1, (total+feedbackPerPage-1)/feedbackPerPage)
+	page = min(page, pages)
+	f.Offset, f.Limit = (page-1)*feedbackPerPage, feedbackPerPage
 	items, err := h.feedback.Board(ctx, f)
 	if err != nil {
 		h.serverError(c, err)
 		return
+	}
+	link := func(page int) string {
+		q := url.Values{}
+		for k, v := range map[string]string{"status": d.Status, "category": d.Category} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		if page > 1 {
+			q.Set("board_page", strconv.Itoa(page))
+		}
+		if len(q) == 0 {
+			return "/feedback"
+		}
+		return "/feedback?" + q.Encode()
+	}
+	d.Pager = templates.Pager{Total: total, From: f.Offset + 1, To: f.Offset + len(items), Here: link(page)}
+	if page > 1 {
+		d.Pager.Prev = link(page - 1)
+	}
+	if page < pages {
+		d.Pager.Next = link(page + 1)
 	}
 	me := principal(c).User
 	rows, err := h.feedbackRows(c, items, me.ID)

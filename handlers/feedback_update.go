@@ -34,7 +34,7 @@ func (h *Handler) FeedbackVote(c *gin.Context) {
 	back := "/feedback/" + strconv.FormatInt(it.ID, 10)
 	if ref := c.Request.Referer(); ref != "" {
 		if u, err := url.Parse(ref); err == nil && u.Path == "/feedback" {
-			back = "/feedback"
+			back = u.RequestURI() // the board's page and filter the vote was cast on
 		}
 	}
 	c.Redirect(http.StatusSeeOther, back)

@@ -29,21 +29,15 @@ type nodeFilter struct {
 // nodeFilterOf reads ?name=, ?state= and ?page= of the nodes page, or answers 400
 // naming the one at fault.
 func (h *Handler) nodeFilterOf(c *gin.Context, removed bool) (nodeFilter, bool) {
-	f := nodeFilter{name: strings.TrimSpace(c.Query("name")), state: c.Query("state"), page: 1, removed: removed}
+	f := nodeFilter{name: strings.TrimSpace(c.Query("name")), state: c.Query("state"), removed: removed}
 	if f.state != "" && !slices.Contains(models.NodeStates, f.state) {
 		h.errorPage(c, http.StatusBadRequest, "Unknown node state",
 			fmt.Sprintf("State: %q is not one of %s: pick one from the list.", f.state, strings.Join(models.NodeStates, ", ")))
 		return f, false
 	}
-	if p := c.Query("page"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 {
-			h.errorPage(c, http.StatusBadRequest, "Bad page", fmt.Sprintf("Page: %q is not a page number, a whole number from 1; follow the page's own links.", p))
-			return f, false
-		}
-		f.page = n
-	}
-	return f, true
+	var ok bool
+	f.page, ok = h.pageOf(c, "page")
+	return f, ok
 }
 
 // keep says whether n passes the name and state filters.

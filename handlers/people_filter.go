@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,16 +25,8 @@ type peopleFilter struct {
 // peopleFilterOf reads ?q= and ?page= of the people page, or answers 400 naming the
 // page.
 func (h *Handler) peopleFilterOf(c *gin.Context) (peopleFilter, bool) {
-	f := peopleFilter{q: strings.TrimSpace(c.Query("q")), page: 1}
-	if p := c.Query("page"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 {
-			h.errorPage(c, http.StatusBadRequest, "Bad page", fmt.Sprintf("Page: %q is not a page number, a whole number from 1; follow the page's own links.", p))
-			return f, false
-		}
-		f.page = n
-	}
-	return f, true
+	page, ok := h.pageOf(c, "page")
+	return peopleFilter{q: strings.TrimSpace(c.Query("q")), page: page}, ok
 }
 
 // link is the people page with this search at page (1: none said).

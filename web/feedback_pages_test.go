@@ -3,8 +3,10 @@ package web_test
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -110,6 +112,57 @@ func TestFeedbackLoopThroughThePages(t *testing.T) {
 		res, _ = s.send(ada, "GET", "/feedback/999", "", nil)
 		if res.StatusCode != http.StatusNotFound {
 			t.Fatalf("missing item = %d, want 404", res.StatusCode)
+		}
+	})
+}
+
+// The board lists 50 items a page (it listed the first 100 and no more, without a
+// word); its links keep the filter, and a vote cast on a page goes back to it.
+func TestFeedbackBoardHasPages(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := newSite(t, st, false)
+		ada, u := s.member("ada")
+		for i := range 120 {
+			status := models.FeedbackNew
+			if i%4 == 0 {
+				status = models.FeedbackDone
+			}
+			it := &models.FeedbackItem{UserID: u.ID, Category: "idea", Title: fmt.Sprintf("idea %03d", i), Status: status, VoteCount: i}
+			if err := st.CreateFeedbackItem(t.Context(), it); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := regexp.MustCompile(`data-testid="board-count">([^<]+)<`)
+		for path, want := range map[string][]string{
+			"/feedback":                            {"Items 1–50 of 90", "idea 119", "/feedback?board_page=2"},
+			"/feedback?status=all&board_page=3":    {"Items 101–120 of 120", "idea 019", "/feedback?board_page=2&amp;status=all"},
+			"/feedback?status=all&board_page=9":    {"Items 101–120 of 120", "idea 000"},
+			"/feedback?category=idea&board_page=2": {"Items 51–90 of 90", "idea 001", "/feedback?category=idea"},
+		} {
+			body := s.mustGet(ada, path)
+			if m := count.FindStringSubmatch(body); m == nil || m[1] != want[0] {
+				t.Errorf("%s counts %v, want %q", path, m, want[0])
+			}
+			for _, w := range want[1:] {
+				if !strings.Contains(body, w) {
+					t.Errorf("%s lacks %q", path, w)
+				}
+			}
+		}
+		res, _ := s.send(ada, "GET", "/feedback?board_page=x", "", nil)
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("page x = %d, want 400", res.StatusCode)
+		}
+		items, err := st.FeedbackItems(t.Context(), store.FeedbackFilter{Statuses: []string{models.FeedbackNew}, ByVotes: true, Offset: 60, Limit: 1})
+		if err != nil || len(items) != 1 {
+			t.Fatalf("the 61st open item: %v, %v", items, err)
+		}
+		token := s.csrf(ada, "/feedback")
+		res, _ = s.send(ada, "POST", fmt.Sprintf("/feedback/%d/vote", items[0].ID), url.Values{"csrf_token": {token}, "vote": {"true"}}.Encode(),
+			map[string]string{"Referer": s.srv.URL + "/feedback?board_page=2"})
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || loc != "/feedback?board_page=2" {
+			t.Errorf("a vote from page 2 went to %d %q", res.StatusCode, loc)
 		}
 	})
 }

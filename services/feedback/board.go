@@ -17,6 +17,11 @@ func (s *Service) Board(ctx context.Context, f store.FeedbackFilter) ([]models.F
 	return s.store.FeedbackItems(ctx, f)
 }
 
+// BoardSize is how many items f selects, page aside.
+func (s *Service) BoardSize(ctx context.Context, f store.FeedbackFilter) (int, error) {
+	return s.store.CountFeedbackItems(ctx, f)
+}
+
 // Stats is what admins triage from.
 type Stats struct {
 	Counts     []store.FeedbackCount

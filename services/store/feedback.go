@@ -27,16 +27,18 @@ func (s *Store) FeedbackItemByID(ctx context.Context, id int64) (*models.Feedbac
 	return &it, nil
 }
 
-// FeedbackFilter selects items of the board; zero fields select everything.
+// FeedbackFilter selects items of the board; zero fields select everything. Offset
+// skips the first items, for a page after the first.
 type FeedbackFilter struct {
 	Statuses []string
 	Category string
 	ByVotes  bool // most votes first; else newest first
+	Offset   int
 	Limit    int
 }
 
-// FeedbackItems returns the items matching f.
-func (s *Store) FeedbackItems(ctx context.Context, f FeedbackFilter) ([]models.FeedbackItem, error) {
+// feedbackOf is the query of the items f selects, order and page aside.
+func (s *Store) feedbackOf(ctx context.Context, f FeedbackFilter) *gorm.DB {
 	q := s.with(ctx).Model(&models.FeedbackItem{})
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN ?", f.Statuses)
@@ -44,6 +46,21 @@ func (s *Store) FeedbackItems(ctx context.Context, f FeedbackFilter) ([]models.F
 	if f.Category != "" {
 		q = q.Where("category = ?", f.Category)
 	}
+	return q
+}
+
+// CountFeedbackItems returns how many items f selects, page aside.
+func (s *Store) CountFeedbackItems(ctx context.Context, f FeedbackFilter) (int, error) {
+	var n int64
+	if err := s.feedbackOf(ctx, f).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count feedback: %w", err)
+	}
+	return int(n), nil
+}
+
+// FeedbackItems returns the items matching f.
+func (s *Store) FeedbackItems(ctx context.Context, f FeedbackFilter) ([]models.FeedbackItem, error) {
+	q := s.feedbackOf(ctx, f).Offset(f.Offset)
 	if f.ByVotes {
 		q = q.Order("vote_count DESC, id DESC")
 	} else {
