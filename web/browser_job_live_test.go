@@ -320,3 +320,48 @@ func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
 		t.Errorf("the page opened after the job holds %d bytes of output; want at most 2 MiB and the note", n)
 	}
 }
+
+// While the log is paused it holds back the last 4 MiB of new output at most, and says
+// at once how much more it let go; resumed, it shows what it held.
+func TestJobPageLogPausedHoldsTheLastOutputInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	dir := t.TempDir()
+	start, end := filepath.Join(dir, "start"), filepath.Join(dir, "end")
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("name", "chatty")
+	f.Set("command", `/bin/sh -c 'echo ready; while [ ! -e `+start+` ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; echo last line; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#log-output")); err != nil {
+		t.Fatal(err)
+	}
+	s.runCluster("2xA100-80GB")
+	waitText(t, ctx, "[data-testid=log-output]", "ready", 30*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(start, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-left-out]", "of earlier output is not shown here", 60*time.Second)
+	if out := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("log-output").textContent`)); strings.Contains(out, "xxx") {
+		t.Fatal("a paused log showed new output")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-output]", "last line", 30*time.Second)
+	if n := run(t, ctx, chromedp.Evaluate[int](`new TextEncoder().encode(document.getElementById("log-output").textContent).length`)); n > 4<<20+64<<10+200 {
+		t.Errorf("the resumed page holds %d bytes of output; want at most 4 MiB, a chunk and the note", n)
+	}
+	if err := os.WriteFile(end, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

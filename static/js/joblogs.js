@@ -23,6 +23,7 @@
   var source = null;
   var paused = false;
   var held = [];
+  var heldBytes = 0;
   var attempt = "";
   var waiting = false;
   // The job's output was deleted for its age: an ended attempt shows none of it.
@@ -108,9 +109,29 @@
       paused = false;
       pause.textContent = "Pause";
       pause.setAttribute("aria-pressed", "false");
-      held.forEach(show);
-      held = [];
+      release();
     }
+  }
+
+  // hold keeps d back while paused, the last showMax bytes of it at most: what falls
+  // out counts as left out.
+  function hold(d) {
+    held.push(d);
+    heldBytes += size(d.text);
+    var gone = 0;
+    while (heldBytes > showMax && held.length > 1) {
+      var n = size(held.shift().text);
+      heldBytes -= n;
+      gone += n;
+    }
+    if (gone > 0) { leftOut(gone); }
+  }
+
+  // release shows what a pause held back.
+  function release() {
+    held.forEach(show);
+    held = [];
+    heldBytes = 0;
   }
 
   function close() {
@@ -132,6 +153,7 @@
     close();
     out.textContent = "";
     held = [];
+    heldBytes = 0;
     shown = 0;
     hidden = 0;
     note = null;
@@ -141,7 +163,7 @@
     source.addEventListener("log", function (e) {
       var d = JSON.parse(e.data);
       if (waiting) { waiting = false; say("Following the output live…"); }
-      if (paused) { held.push(d); } else { show(d); }
+      if (paused) { hold(d); } else { show(d); }
     });
     source.addEventListener("skipped", function (e) {
       leftOut(JSON.parse(e.data).bytes);
@@ -183,10 +205,7 @@
     paused = !paused;
     pause.textContent = paused ? "Resume" : "Pause";
     pause.setAttribute("aria-pressed", String(paused));
-    if (!paused) {
-      held.forEach(show);
-      held = [];
-    }
+    if (!paused) { release(); }
     say(paused ? "Paused: new output is kept and shown when you resume." : "Following the output live…");
   });
   follow.addEventListener("change", function () {
