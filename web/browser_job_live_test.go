@@ -365,3 +365,36 @@ func TestJobPageLogPausedHoldsTheLastOutputInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A log paused while the job waits stays paused when the job starts, and says so.
+func TestJobPageLogPausedBeforeTheStartInBrowser(t *testing.T) {
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	s := newJobSite(t, st)
+	ada := s.user("ada", "default", models.RoleMember)
+	end := filepath.Join(t.TempDir(), "end")
+	f := jobForm(s.csrf(ada, "/jobs/new"))
+	f.Set("command", `/bin/sh -c 'echo hello; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
+	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
+	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
+	if m == nil {
+		t.Fatalf("submit = %d", res.StatusCode)
+	}
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, s.site)
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1])); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-status]", "Waiting for the job to start", 10*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
+		t.Fatal(err)
+	}
+	s.runCluster("2xA100-80GB")
+	waitText(t, ctx, "[data-testid=log-status]", "Paused: attempt 1 runs; its new output is kept and shown when you resume.", 30*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "[data-testid=log-output]", "hello", 10*time.Second)
+	if err := os.WriteFile(end, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -162,16 +162,21 @@
     say("Following the output live…");
     source.addEventListener("log", function (e) {
       var d = JSON.parse(e.data);
-      if (waiting) { waiting = false; say("Following the output live…"); }
+      if (waiting) {
+        waiting = false;
+        if (!paused) { say("Following the output live…"); }
+      }
       if (paused) { hold(d); } else { show(d); }
     });
     source.addEventListener("skipped", function (e) {
       leftOut(JSON.parse(e.data).bytes);
     });
     source.addEventListener("following", function (e) {
+      var n = JSON.parse(e.data).attempt;
       waiting = false;
       streaming(true);
-      say("Following the output of attempt " + JSON.parse(e.data).attempt + " live…");
+      say(paused ? "Paused: attempt " + n + " runs; its new output is kept and shown when you resume." :
+        "Following the output of attempt " + n + " live…");
     });
     source.addEventListener("waiting", function () {
       waiting = true;
