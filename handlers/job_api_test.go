@@ -165,8 +165,8 @@ func TestJobAPI(t *testing.T) {
 			}
 		}
 		// The job has not run: attempt 0 has no output.
-		if status, body, _ := get("/api/v1/jobs/1/logs"); status != 200 || len(body) != 0 {
-			t.Fatalf("logs of a job that never ran = %d %q", status, body)
+		if status, body, hdr := get("/api/v1/jobs/1/logs"); status != 200 || len(body) != 0 || hdr.Get("X-Gantry-Attempt-Ended") != "false" {
+			t.Fatalf("logs of a job that never ran = %d %q, ended %q", status, body, hdr.Get("X-Gantry-Attempt-Ended"))
 		}
 		if err := st.TransitionJob(ctx, job.ID, store.Transition{From: models.JobQueued, To: models.JobScheduled, Attempt: 1}); err != nil {
 			t.Fatal(err)

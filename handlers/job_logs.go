@@ -22,8 +22,11 @@ const logFollowPoll = 250 * time.Millisecond
 // attempt (the latest by default); ?after=CURSOR continues from the
 // X-Gantry-Log-Cursor of an earlier answer. The answer holds all the output stored
 // when it began, read a page at a time (an attempt's output can be gigabytes), with
-// its length said first, so that one cut short shows as such.
-// ?follow=1 (or true) keeps the answer open, streaming output until the attempt ends.
+// its length said first, so that one cut short shows as such, and whether the attempt
+// had ended (X-Gantry-Attempt-Ended: then the answers up to its cursor hold all of its
+// output), so that a client can follow by asking again after the cursor, across server
+// restarts. ?follow=1 (or true) keeps the answer open, streaming output until the
+// attempt ends.
 func (h *Handler) JobLogs(c *gin.Context) {
 	if currentUser(c) == nil {
 		return
@@ -46,11 +49,22 @@ func (h *Handler) JobLogs(c *gin.Context) {
 	}
 	c.Header("X-Gantry-Attempt", strconv.Itoa(q.attempt))
 	ctx := c.Request.Context()
+	// Read before the output, as when following: an agent ships all of an attempt's
+	// output before it reports the exit.
+	ended := models.IsTerminal(j.State)
+	if q.attempt > 0 {
+		var err error
+		if ended, err = h.attemptEnded(ctx, j.ID, q.attempt); err != nil {
+			h.serverError(c, err)
+			return
+		}
+	}
 	last, size, err := h.jobs.LogExtent(ctx, j.ID, q.attempt, q.stream, q.after)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
+	c.Header("X-Gantry-Attempt-Ended", strconv.FormatBool(ended))
 	c.Header("X-Gantry-Log-Cursor", strconv.FormatInt(max(last, q.after), 10))
 	c.Header("Content-Type", "text/plain; charset=utf-8")
 	c.Header("Content-Length", strconv.FormatInt(size, 10))

@@ -206,7 +206,7 @@ func (c *apiClient) send(ctx context.Context, method, path string, query url.Val
 		Error apiError `json:"error"`
 	}
 	if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
-		return nil, fmt.Errorf("%s answered %s", c.base, res.Status)
+		return nil, &apiError{Status: res.StatusCode, Message: fmt.Sprintf("%s answered %s", c.base, res.Status)}
 	}
 	e.Error.Status = res.StatusCode
 	return nil, &e.Error

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -300,4 +302,72 @@ func TestE2ESecretEnvReachesOnlyTheJob(t *testing.T) {
 			t.Errorf("the %s's log holds the secret value", what)
 		}
 	}
+}
+
+// gantry job logs -f goes on across a kill -9 of the server: it asks again until the
+// server answers, after the cursor of what it printed, so the job's whole output comes
+// out once, in order, and it ends when the job does.
+func TestE2ELogsFollowRideOutAServerRestart(t *testing.T) {
+	c := newCluster(t)
+	c.user.IsAdmin = true
+	if err := c.st.UpdateUser(c.ctx, c.user); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := gantry(t, nil, "admin", "token", "create", "--user", "ada", "--name", "e2e", "--scope", "read", "--data-dir", filepath.Join(c.dir, "server"))
+	if code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	c.startAgent("gpu-1", "1xL4-24GB")
+	j := c.submit("chatty", `i=0; while [ $i -lt 60 ]; do echo "tick $i"; i=$((i+1)); sleep 0.1; done; echo finished`)
+
+	var stdout, errOut syncBuffer
+	follower := exec.Command(binary, "job", "logs", "-f", itoa(j.ID))
+	follower.Env = append(cleanEnv(), "GANTRY_SERVER="+c.url, "GANTRY_TOKEN="+token, "HOME="+t.TempDir())
+	follower.Stdout, follower.Stderr = &stdout, &errOut
+	if err := follower.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- follower.Wait() }()
+	defer follower.Process.Kill()
+
+	c.waitFor("the follower to print some output", func() bool { return strings.Contains(stdout.String(), "tick 5\n") })
+	c.server.kill()
+	time.Sleep(time.Second) // the follower asks a server that is not there
+	c.startServer()
+	c.waitState(j.ID, models.JobSucceeded)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the follower failed: %v: %s", err, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the follower did not end with the job; it printed %q and said %q", stdout.String(), errOut.String())
+	}
+	if got := stdout.String(); got != ticks(60) {
+		t.Errorf("the follower printed %q, want the job's whole output once", got)
+	}
+	if said := errOut.String(); !strings.Contains(said, "asking again until it answers") || !strings.Contains(said, "The server answers again") {
+		t.Errorf("the follower said %q about the restart", said)
+	}
+}
+
+// syncBuffer is a buffer that a process writes into while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -470,55 +470,6 @@ func printJob(out io.Writer, j cliJob) error {
 	return nil
 }
 
-func newJobLogsCmd() *cobra.Command {
-	var o clientOpts
-	var follow bool
-	var attempt int
-	var stream string
-	cmd := &cobra.Command{
-		Use:   "logs [-f] ID",
-		Short: "Print a job's output; -f follows it until the attempt ends",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := jobID(args)
-			if err != nil {
-				return err
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			q := url.Values{}
-			if follow {
-				q.Set("follow", "1")
-			}
-			if attempt > 0 {
-				q.Set("attempt", strconv.Itoa(attempt))
-			}
-			if stream != "" {
-				q.Set("stream", stream)
-			}
-			res, err := c.send(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d/logs", id), q, nil)
-			if err != nil {
-				return fmt.Errorf("logs of job %d: %w", id, err)
-			}
-			defer res.Body.Close()
-			if _, err := io.Copy(cmd.OutOrStdout(), res.Body); err != nil && cmd.Context().Err() == nil {
-				return fmt.Errorf("logs of job %d: %w", id, err)
-			}
-			if at := res.Header.Get("X-Gantry-Output-Deleted"); at != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "The output of job %d was deleted at %s: the server keeps a job's output for a while after it ends.\n", id, at)
-			}
-			return nil
-		},
-	}
-	o.addFlags(cmd, false)
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the attempt ends")
-	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt to show (default: the latest)")
-	cmd.Flags().StringVar(&stream, "stream", "", "stdout or stderr (default: both, as they came)")
-	return cmd
-}
-
 func newJobCancelCmd() *cobra.Command {
 	return newJobActionCmd("cancel", "Cancel a job (a running one is asked to checkpoint, then stopped)")
 }
