@@ -275,18 +275,16 @@ func TestJobPageLogPickerFollowsRetriesInBrowser(t *testing.T) {
 	}
 }
 
-// A chatty job's page keeps the last few MiB of its output in view: live output past 4
-// MiB is trimmed from the front, and a page opened later starts on the last 2 MiB;
-// either way a note above the output says how much is not shown.
-func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
+// browserOnJob submits script as a job of a member and opens its page in a signed-in
+// browser; the job runs once the test runs a cluster. It returns the page's path too.
+func browserOnJob(t *testing.T, script string) (*jobSite, context.Context, string) {
+	t.Helper()
 	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
 	s := newJobSite(t, st)
 	ada := s.user("ada", "default", models.RoleMember)
-	end := filepath.Join(t.TempDir(), "end")
 	f := jobForm(s.csrf(ada, "/jobs/new"))
 	f.Set("name", "chatty")
-	// 100 lines of 64 KiB: 6.25 MiB.
-	f.Set("command", `/bin/sh -c 'i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
+	f.Set("command", "/bin/sh -c '"+script+"'")
 	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
 	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
 	if m == nil {
@@ -297,6 +295,16 @@ func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#log-output")); err != nil {
 		t.Fatal(err)
 	}
+	return s, ctx, "/jobs/" + m[1]
+}
+
+// A chatty job's page keeps the last few MiB of its output in view: live output past 4
+// MiB is trimmed from the front, and a page opened later starts on the last 2 MiB;
+// either way a note above the output says how much is not shown.
+func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
+	end := filepath.Join(t.TempDir(), "end")
+	// 100 lines of 64 KiB: 6.25 MiB.
+	s, ctx, page := browserOnJob(t, `i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; while [ ! -e `+end+` ]; do sleep 0.1; done`)
 	s.runCluster("2xA100-80GB")
 	shown := `new TextEncoder().encode(document.getElementById("log-output").textContent).length`
 	waitText(t, ctx, "[data-testid=log-left-out]", "of earlier output is not shown here: Download has all of it.", 60*time.Second)
@@ -309,7 +317,7 @@ func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "[data-testid=state]", "succeeded", 30*time.Second)
 
-	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1])); err != nil {
+	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+page)); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "[data-testid=log-status]", "This is the end of its output; Download has all of it.", 30*time.Second)
@@ -324,24 +332,9 @@ func TestJobPageLogKeepsTheLastOutputInBrowser(t *testing.T) {
 // While the log is paused it holds back the last 4 MiB of new output at most, and says
 // at once how much more it let go; resumed, it shows what it held.
 func TestJobPageLogPausedHoldsTheLastOutputInBrowser(t *testing.T) {
-	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
-	s := newJobSite(t, st)
-	ada := s.user("ada", "default", models.RoleMember)
 	dir := t.TempDir()
 	start, end := filepath.Join(dir, "start"), filepath.Join(dir, "end")
-	f := jobForm(s.csrf(ada, "/jobs/new"))
-	f.Set("name", "chatty")
-	f.Set("command", `/bin/sh -c 'echo ready; while [ ! -e `+start+` ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; echo last line; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
-	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
-	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
-	if m == nil {
-		t.Fatalf("submit = %d", res.StatusCode)
-	}
-	ctx := browsertest.New(t)
-	signInBrowser(t, ctx, s.site)
-	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1]), chromedp.WaitVisible("#log-output")); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, _ := browserOnJob(t, `echo ready; while [ ! -e `+start+` ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do head -c 65535 /dev/zero | tr "\0" x; echo; i=$((i+1)); done; echo last line; while [ ! -e `+end+` ]; do sleep 0.1; done`)
 	s.runCluster("2xA100-80GB")
 	waitText(t, ctx, "[data-testid=log-output]", "ready", 30*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
@@ -368,22 +361,8 @@ func TestJobPageLogPausedHoldsTheLastOutputInBrowser(t *testing.T) {
 
 // A log paused while the job waits stays paused when the job starts, and says so.
 func TestJobPageLogPausedBeforeTheStartInBrowser(t *testing.T) {
-	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
-	s := newJobSite(t, st)
-	ada := s.user("ada", "default", models.RoleMember)
 	end := filepath.Join(t.TempDir(), "end")
-	f := jobForm(s.csrf(ada, "/jobs/new"))
-	f.Set("command", `/bin/sh -c 'echo hello; while [ ! -e `+end+` ]; do sleep 0.1; done'`)
-	res, _ := s.send(ada, "POST", "/jobs", f.Encode(), nil)
-	m := locationJob.FindStringSubmatch(res.Header.Get("Location"))
-	if m == nil {
-		t.Fatalf("submit = %d", res.StatusCode)
-	}
-	ctx := browsertest.New(t)
-	signInBrowser(t, ctx, s.site)
-	if err := chromedp.Do(ctx, browsertest.Navigate(s.srv.URL+"/jobs/"+m[1])); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, _ := browserOnJob(t, `echo hello; while [ ! -e `+end+` ]; do sleep 0.1; done`)
 	waitText(t, ctx, "[data-testid=log-status]", "Waiting for the job to start", 10*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Click("#log-pause")); err != nil {
 		t.Fatal(err)
