@@ -242,3 +242,25 @@ func printRaw(w io.Writer, format string, raw []byte) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// post sends body to path for an admin's verb and prints the answer as -o asks: the
+// API's JSON or YAML, or for a table the line that say makes of it.
+func (o *clientOpts) post(cmd *cobra.Command, what, path string, body []byte, say func(raw []byte) (string, error)) error {
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	raw, err := c.call(cmd.Context(), http.MethodPost, path, nil, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if o.output != "table" {
+		return printRaw(cmd.OutOrStdout(), o.output, raw)
+	}
+	line, err := say(raw)
+	if err != nil {
+		return fmt.Errorf("%s: read the answer of %s: %w", what, c.base, err)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), line)
+	return nil
+}

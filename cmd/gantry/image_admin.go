@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
@@ -39,21 +37,11 @@ func newImageAddCmd() *cobra.Command {
 				return usageError{errors.New("give the image's catalog name, e.g. pytorch-2.5-cuda12.4")}
 			}
 			in.Name = args[0]
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			// Strings, a number and a boolean always encode.
 			b, _ := json.Marshal(in)
-			raw, err := c.call(cmd.Context(), http.MethodPost, "/api/v1/images", nil, b)
-			if err != nil {
-				return fmt.Errorf("add image %s: %w", in.Name, err)
-			}
-			if o.output != "table" {
-				return printRaw(cmd.OutOrStdout(), o.output, raw)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Added %s (uncertified). Certify it with: gantry images certify %s\n", in.Name, in.Name)
-			return nil
+			return o.post(cmd, "add image "+in.Name, "/api/v1/images", b, func([]byte) (string, error) {
+				return "Added " + in.Name + " (uncertified). Certify it with: gantry images certify " + in.Name, nil
+			})
 		},
 	}
 	o.addFlags(cmd, true)
@@ -82,19 +70,9 @@ func newImageStatusCmd(verb, status, short string) *cobra.Command {
 			if len(args) != 1 {
 				return usageError{errors.New("give the image's catalog name (gantry images ls lists them)")}
 			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			raw, err := c.call(cmd.Context(), http.MethodPost, "/api/v1/images/"+url.PathEscape(args[0])+"/status", nil, []byte(`{"status": "`+status+`"}`))
-			if err != nil {
-				return fmt.Errorf("%s image %s: %w", verb, args[0], err)
-			}
-			if o.output != "table" {
-				return printRaw(cmd.OutOrStdout(), o.output, raw)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s.\n", args[0], status)
-			return nil
+			return o.post(cmd, verb+" image "+args[0], "/api/v1/images/"+url.PathEscape(args[0])+"/status", []byte(`{"status": "`+status+`"}`), func([]byte) (string, error) {
+				return args[0] + " is now " + status + ".", nil
+			})
 		},
 	}
 	o.addFlags(cmd, true)

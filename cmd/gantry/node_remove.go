@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
@@ -26,21 +24,11 @@ history (allocations, costs, telemetry) stays.`,
 			if len(args) != 1 {
 				return usageError{errors.New("give one node name, e.g. gpu-07 (gantry nodes ls lists them)")}
 			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			// One string always encodes.
 			b, _ := json.Marshal(map[string]string{"reason": reason})
-			raw, err := c.call(cmd.Context(), http.MethodPost, "/api/v1/nodes/"+url.PathEscape(args[0])+"/remove", nil, b)
-			if err != nil {
-				return fmt.Errorf("remove node %s: %w", args[0], err)
-			}
-			if o.output != "table" {
-				return printRaw(cmd.OutOrStdout(), o.output, raw)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed node %s: its agent is refused from now on.\n", args[0])
-			return nil
+			return o.post(cmd, "remove node "+args[0], "/api/v1/nodes/"+url.PathEscape(args[0])+"/remove", b, func([]byte) (string, error) {
+				return "Removed node " + args[0] + ": its agent is refused from now on.", nil
+			})
 		},
 	}
 	o.addFlags(cmd, true)

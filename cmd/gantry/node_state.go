@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -35,37 +34,27 @@ func newNodeStateCmd(verb, state, short, example string) *cobra.Command {
 				}
 				body["drain_for"] = drainFor
 			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			// Three strings always encode.
 			b, _ := json.Marshal(body)
-			raw, err := c.call(cmd.Context(), http.MethodPost, "/api/v1/nodes/"+url.PathEscape(args[0])+"/state", nil, b)
-			if err != nil {
-				return fmt.Errorf("%s node %s: %w", verb, args[0], err)
-			}
-			if o.output != "table" {
-				return printRaw(cmd.OutOrStdout(), o.output, raw)
-			}
-			var n struct {
-				Name          string     `json:"name"`
-				State         string     `json:"state"`
-				StateReason   string     `json:"state_reason"`
-				DrainDeadline *time.Time `json:"drain_deadline"`
-			}
-			if err := json.Unmarshal(raw, &n); err != nil {
-				return fmt.Errorf("%s node %s: read the answer of %s: %w", verb, args[0], c.base, err)
-			}
-			line := "Node " + n.Name + ": " + n.State
-			if n.DrainDeadline != nil {
-				line += "; running jobs are checkpoint-stopped at " + n.DrainDeadline.UTC().Format(time.DateTime) + " UTC if still running"
-			}
-			if n.StateReason != "" {
-				line += " (" + n.StateReason + ")"
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), line+".")
-			return nil
+			return o.post(cmd, verb+" node "+args[0], "/api/v1/nodes/"+url.PathEscape(args[0])+"/state", b, func(raw []byte) (string, error) {
+				var n struct {
+					Name          string     `json:"name"`
+					State         string     `json:"state"`
+					StateReason   string     `json:"state_reason"`
+					DrainDeadline *time.Time `json:"drain_deadline"`
+				}
+				if err := json.Unmarshal(raw, &n); err != nil {
+					return "", err
+				}
+				line := "Node " + n.Name + ": " + n.State
+				if n.DrainDeadline != nil {
+					line += "; running jobs are checkpoint-stopped at " + n.DrainDeadline.UTC().Format(time.DateTime) + " UTC if still running"
+				}
+				if n.StateReason != "" {
+					line += " (" + n.StateReason + ")"
+				}
+				return line + ".", nil
+			})
 		},
 	}
 	o.addFlags(cmd, true)
