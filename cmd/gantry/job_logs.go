@@ -14,8 +14,8 @@ import (
 )
 
 // How gantry job logs -f asks again: soon after new output, less often while there is
-// none, and for how long it rides out a server that does not answer (a restart, a
-// replica going away) before it gives up.
+// none; soon after a server did not answer, then less often, and for how long it rides
+// out a server that does not answer (a restart, a replica going away) before it gives up.
 const (
 	followSoon    = 250 * time.Millisecond
 	followIdle    = 2 * time.Second
@@ -141,13 +141,13 @@ func (l *logReader) follow(ctx context.Context) error {
 			return err
 		default:
 			if down.IsZero() {
-				down = time.Now()
+				down, wait = time.Now(), followSoon/2
 				fmt.Fprintf(l.errOut, "%v; asking again until it answers…\n", err)
 			}
 			if time.Since(down) > followOutage {
 				return fmt.Errorf("no answer for %s: %w", followOutage, err)
 			}
-			wait = followBackoff
+			wait = min(2*wait, followBackoff)
 		}
 		select {
 		case <-ctx.Done():
