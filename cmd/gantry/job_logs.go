@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gantry-gpu/gantry/models"
 )
 
 // How gantry job logs -f asks again: soon after new output, less often while there is
@@ -30,7 +32,7 @@ func newJobLogsCmd() *cobra.Command {
 	var stream string
 	cmd := &cobra.Command{
 		Use:   "logs [-f] ID",
-		Short: "Print a job's output; -f follows it until the attempt ends, across server restarts",
+		Short: "Print a job's output; -f follows it until the job ends (its next attempts too), across server restarts",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := jobID(args)
@@ -41,7 +43,7 @@ func newJobLogsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := &logReader{c: c, id: id, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), q: url.Values{}}
+			l := &logReader{c: c, id: id, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), q: url.Values{}, pinned: attempt > 0}
 			if attempt > 0 {
 				l.q.Set("attempt", strconv.Itoa(attempt))
 			}
@@ -63,7 +65,7 @@ func newJobLogsCmd() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd, false)
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the attempt ends")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it comes, until the job ends (or the attempt --attempt names)")
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt to show (default: the latest)")
 	cmd.Flags().StringVar(&stream, "stream", "", "stdout or stderr (default: both, as they came)")
 	return cmd
@@ -76,6 +78,8 @@ type logReader struct {
 	id          int64
 	out, errOut io.Writer
 	q           url.Values // attempt, once known, stream, and after
+	// pinned: the attempt was asked for; following ends with it, not with the job.
+	pinned bool
 	// got is how much of an answer cut short was printed: the same answer, asked
 	// again, starts with those bytes.
 	got     int64
@@ -130,7 +134,10 @@ func (l *logReader) follow(ctx context.Context) error {
 				down = time.Time{}
 			}
 			if ended {
-				return nil
+				done, err := l.next(ctx)
+				if done || err != nil && !retryable(err) {
+					return err
+				}
 			}
 			if some {
 				wait = followSoon
@@ -165,4 +172,31 @@ func retryable(err error) bool {
 		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
 	}
 	return !errors.Is(err, errOutputShrank)
+}
+
+// next is what follows an attempt that ended: nothing when the attempt was asked for or
+// the job ended with it (done), else the job's next attempt once it has one, which the
+// reader then reads from its start.
+func (l *logReader) next(ctx context.Context) (done bool, err error) {
+	if l.pinned {
+		return true, nil
+	}
+	var j struct {
+		State   string `json:"state"`
+		Attempt int    `json:"attempt"`
+	}
+	if _, err := l.c.getJSON(ctx, fmt.Sprintf("/api/v1/jobs/%d", l.id), nil, &j); err != nil {
+		return false, err
+	}
+	current, _ := strconv.Atoi(l.q.Get("attempt"))
+	switch {
+	case j.Attempt > current:
+		fmt.Fprintf(l.errOut, "Attempt %d of job %d started (%s).\n", j.Attempt, l.id, j.State)
+		l.q.Set("attempt", strconv.Itoa(j.Attempt))
+		l.q.Del("after")
+		return false, nil
+	case models.IsTerminal(j.State):
+		return true, nil
+	}
+	return false, nil // it waits to run again
 }
