@@ -154,7 +154,7 @@ func (e *apiError) Error() string {
 	if e.Field != "" {
 		msg = e.Field + ": " + msg
 	}
-	if e.Status == http.StatusUnauthorized {
+	if e.Status == http.StatusUnauthorized && !strings.Contains(msg, "gantry login") {
 		msg = strings.TrimSuffix(msg, ".") + " (sign in again with gantry login)"
 	}
 	return msg
