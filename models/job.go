@@ -283,3 +283,13 @@ type QuotaLimits struct {
 
 // TableName keeps the plural that the migrations use.
 func (Quota) TableName() string { return "quotas" }
+
+// JobSubmitKey is the Idempotency-Key of a job submission and the job it queued: the
+// same submission sent again with it gets that job.
+type JobSubmitKey struct {
+	UserID         int64  `gorm:"primaryKey;autoIncrement:false"`
+	IdempotencyKey string `gorm:"primaryKey"`
+	BodyHash       string // SHA-256 of the request's body, hex
+	JobID          int64
+	CreatedAt      time.Time
+}

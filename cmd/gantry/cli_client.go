@@ -165,9 +165,14 @@ const callTimeout = 30 * time.Second
 
 // call sends one request and returns the body of a 2xx answer, or an *apiError.
 func (c *apiClient) call(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	return c.callWith(ctx, method, path, query, body, nil)
+}
+
+// callWith is call with header added to the request.
+func (c *apiClient) callWith(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	res, err := c.send(ctx, method, path, query, body)
+	res, err := c.sendWith(ctx, method, path, query, body, header)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +186,11 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 
 // send sends one request and returns a 2xx response with its body open.
 func (c *apiClient) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, query, body, nil)
+}
+
+// sendWith is send with header added to the request.
+func (c *apiClient) sendWith(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header) (*http.Response, error) {
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -188,6 +198,9 @@ func (c *apiClient) send(ctx context.Context, method, path string, query url.Val
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("build the request: %w", err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {

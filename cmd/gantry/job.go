@@ -173,7 +173,7 @@ Flags set or override single fields; words after -- are the command.`,
 			if err != nil {
 				return fmt.Errorf("encode the job: %w", err)
 			}
-			raw, err := c.call(cmd.Context(), http.MethodPost, "/api/v1/jobs", nil, body)
+			raw, err := submitJob(cmd.Context(), c, body, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func New(st *store.Store, log *audit.Log, dispatch Kicker, fit Fitter) *Service 
 // Submit validates spec and queues it as a job of user. Bad input is a
 // *models.FieldError and stores nothing.
 func (s *Service) Submit(ctx context.Context, user *models.User, spec Spec) (*models.Job, error) {
-	return s.submit(ctx, user, spec, nil)
+	return s.submit(ctx, user, spec, nil, nil)
 }
 
 // Resubmit queues a new job of user like the earlier job j: its re-run. The audit
@@ -51,10 +51,12 @@ func (s *Service) Resubmit(ctx context.Context, user *models.User, j *models.Job
 	if err != nil {
 		return nil, err
 	}
-	return s.submit(ctx, user, spec, &j.ID)
+	return s.submit(ctx, user, spec, &j.ID, nil)
 }
 
-func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, rerunOf *int64) (*models.Job, error) {
+// submit queues spec as a job of user; also, when not nil, runs in the transaction
+// that stores the job, after it.
+func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, rerunOf *int64, also func(tx *store.Store, j *models.Job) error) (*models.Job, error) {
 	j, secrets, err := s.build(ctx, user, spec)
 	if err != nil {
 		return nil, err
@@ -70,6 +72,11 @@ func (s *Service) submit(ctx context.Context, user *models.User, spec Spec, reru
 		}
 		if err := tx.SetJobSecretEnv(ctx, j.ID, secrets); err != nil {
 			return err
+		}
+		if also != nil {
+			if err := also(tx, j); err != nil {
+				return err
+			}
 		}
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "job.submitted", ObjectType: "job", ObjectID: strconv.FormatInt(j.ID, 10),
 			ProjectID: &j.ProjectID, Detail: detail})
