@@ -119,9 +119,10 @@ func (l *logReader) read(ctx context.Context) (ended, some bool, err error) {
 // age meanwhile): reading on would print something else.
 var errOutputShrank = errors.New("the output shrank while it was read: it was deleted meanwhile, or its attempt changed")
 
-// follow prints the output as it comes until the attempt ends, asking again after the
-// cursor of each answer; a server that does not answer is asked again for a while, so
-// that a restart or a replica going away loses and repeats nothing.
+// follow prints the output as it comes until the job ends (or the attempt asked for
+// does), asking again after the cursor of each answer; a server that does not answer is
+// asked again for a while, so that a restart or a replica going away loses and repeats
+// nothing.
 func (l *logReader) follow(ctx context.Context) error {
 	wait := followSoon
 	var down time.Time // since when the server has not answered; zero while it answers
