@@ -182,7 +182,10 @@ var adminNodeMoves = map[string][]string{
 // SetNodeState is an admin's action on a node, audited with the actor of ctx:
 // cordon (no new work), drain (no new work; what runs is checkpoint-stopped at
 // deadline and resumes elsewhere), ready (take work again) or down (out of
-// service; only once nothing runs there).
+// service; only once nothing runs there). A node already ready, cordoned or down is
+// left as it is when asked for that state again, and nothing is audited: a script
+// may say what it wants without first reading what is. Draining again is refused,
+// as it would move the deadline of what runs.
 func (s *Service) SetNodeState(ctx context.Context, name, state, reason string, deadline time.Time) (*models.Node, error) {
 	from, ok := adminNodeMoves[state]
 	if !ok {
@@ -199,6 +202,9 @@ func (s *Service) SetNodeState(ctx context.Context, name, state, reason string, 
 		}
 		if err := notRemoved(node, "state"); err != nil {
 			return err
+		}
+		if node.State == state && state != models.NodeDraining {
+			return errUnchanged
 		}
 		if state == models.NodeDown {
 			active, err := tx.ActiveAllocations(ctx, node.ID)
@@ -225,9 +231,15 @@ func (s *Service) SetNodeState(ctx context.Context, name, state, reason string, 
 		return s.audit.In(tx).Append(ctx, audit.Entry{Action: "node." + state, ObjectType: "node", ObjectID: name,
 			Detail: map[string]any{"reason": reason, "drain_deadline": node.DrainDeadline}})
 	})
+	if errors.Is(err, errUnchanged) {
+		return node, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("set node %s %s: %w", name, state, err)
 	}
 	s.Kick()
 	return node, nil
 }
+
+// errUnchanged ends a transaction that found nothing to change.
+var errUnchanged = errors.New("nothing to change")

@@ -108,12 +108,25 @@ func TestDrainStopsAtTheDeadline(t *testing.T) {
 		if _, err := e.svc.SetNodeState(e.ctx, "gpu-1", models.NodeDown, "retire", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
+		// Asked again, a state the node is in leaves it as it is, unaudited.
+		if n, err := e.svc.SetNodeState(e.ctx, "gpu-1", models.NodeDown, "retire again", time.Time{}); err != nil || n.State != models.NodeDown || n.StateReason != "retire" {
+			t.Fatalf("down again = %+v, %v; want down, as it was", n, err)
+		}
 		if _, err := e.svc.SetNodeState(e.ctx, "gpu-1", "asleep", "", time.Time{}); err == nil {
 			t.Fatal("an unknown state was accepted")
 		}
 		actions := e.auditActions()
 		if !slices.Contains(actions, "node.draining") || !slices.Contains(actions, "node.down") {
 			t.Errorf("audit = %v", actions)
+		}
+		downs := 0
+		for _, a := range actions {
+			if a == "node.down" {
+				downs++
+			}
+		}
+		if downs != 1 {
+			t.Errorf("audit = %v: node.down %d times, want once", actions, downs)
 		}
 	})
 }
