@@ -21,10 +21,14 @@ import (
 // sse is one server-sent event.
 type sse struct{ id, event, data string }
 
-// readEvents reads a whole event stream (the server ends it).
-func (s *jobSite) readEvents(c *http.Client, path string) (*http.Response, []sse) {
+// readEvents reads a whole event stream (the server ends it), the request carrying
+// header (Last-Event-ID, say).
+func (s *jobSite) readEvents(c *http.Client, path string, header map[string]string) (*http.Response, []sse) {
 	s.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, s.srv.URL+path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	res, err := c.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
@@ -95,7 +99,7 @@ func TestJobPage(t *testing.T) {
 		s.send(ada, "POST", page+"/release", url.Values{"csrf_token": {token}}.Encode(), nil)
 
 		// The stream of a job not started yet says so and lets the browser ask again.
-		_, evs := s.readEvents(ada, page+"/logs/stream")
+		_, evs := s.readEvents(ada, page+"/logs/stream", nil)
 		if len(evs) != 1 || evs[0].event != "waiting" {
 			t.Fatalf("stream of a queued job = %+v", evs)
 		}
@@ -126,7 +130,7 @@ func TestJobPage(t *testing.T) {
 		if err := s.disp.Report(ctx, node, agentapi.Report{AttemptRef: ref, Event: agentapi.EventExited, ExitCode: &exit}); err != nil {
 			t.Fatal(err)
 		}
-		res, evs = s.readEvents(ada, page+"/logs/stream")
+		res, evs = s.readEvents(ada, page+"/logs/stream", nil)
 		if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" || len(evs) != 4 || evs[3].event != "end" {
 			t.Fatalf("stream of an ended attempt (%s) = %+v", ct, evs)
 		}
@@ -142,17 +146,9 @@ func TestJobPage(t *testing.T) {
 			t.Fatalf("stream = %q, end %s", text, evs[3].data)
 		}
 		// A browser that reconnects after the first event gets the rest, and one stream alone.
-		req, _ := http.NewRequest(http.MethodGet, s.srv.URL+page+"/logs/stream?stream=stdout", nil)
-		req.Header.Set("Last-Event-ID", evs[0].id)
-		res, err = ada.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := new(strings.Builder)
-		bufio.NewReader(res.Body).WriteTo(b)
-		res.Body.Close()
-		if strings.Count(b.String(), "event: log") != 1 || !strings.Contains(b.String(), `epoch 2`) {
-			t.Fatalf("resumed stdout stream: %s", b)
+		if _, rest := s.readEvents(ada, page+"/logs/stream?stream=stdout", map[string]string{"Last-Event-ID": evs[0].id}); len(rest) != 2 ||
+			rest[0].event != "log" || !strings.Contains(rest[0].data, `epoch 2`) || rest[1].event != "end" {
+			t.Fatalf("resumed stdout stream: %+v", rest)
 		}
 		_, body = s.send(ada, "GET", page, "", nil)
 		if !strings.Contains(body, "✓ succeeded") || strings.Contains(body, `hx-trigger="every 2s"`) || strings.Contains(body, `id="cancel-job"`) {
@@ -383,29 +379,8 @@ func TestJobPageLogOpensOnTheLastOutput(t *testing.T) {
 		}
 		stream := func(header map[string]string) (skipped int64, logs []sse) {
 			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/jobs/"+m[1]+"/logs/stream?stream=stdout", nil)
-			for k, v := range header {
-				req.Header.Set(k, v)
-			}
-			body := new(strings.Builder)
-			res, err := ada.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bufio.NewReader(res.Body).WriteTo(body)
-			res.Body.Close()
-			for block := range strings.SplitSeq(body.String(), "\n\n") {
-				var e sse
-				for line := range strings.SplitSeq(block, "\n") {
-					switch {
-					case strings.HasPrefix(line, "event: "):
-						e.event = line[7:]
-					case strings.HasPrefix(line, "id: "):
-						e.id = line[4:]
-					case strings.HasPrefix(line, "data: "):
-						e.data = line[6:]
-					}
-				}
+			_, evs := s.readEvents(ada, "/jobs/"+m[1]+"/logs/stream?stream=stdout", header)
+			for _, e := range evs {
 				switch e.event {
 				case "skipped":
 					var d struct{ Bytes int64 }

@@ -160,6 +160,16 @@ func (e *apiError) Error() string {
 	return msg
 }
 
+// retryable says whether sending a request again may succeed: the server could not be
+// reached, its answer was cut short, or it answered that it failed or is busy.
+func retryable(err error) bool {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
+	}
+	return true
+}
+
 // callTimeout bounds one API call; following logs has no bound.
 const callTimeout = 30 * time.Second
 

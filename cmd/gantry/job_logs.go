@@ -145,7 +145,7 @@ func (l *logReader) follow(ctx context.Context) error {
 			} else {
 				wait = min(2*wait, followIdle)
 			}
-		case ctx.Err() != nil || !retryable(err):
+		case ctx.Err() != nil || errors.Is(err, errOutputShrank) || !retryable(err):
 			return err
 		default:
 			if down.IsZero() {
@@ -163,16 +163,6 @@ func (l *logReader) follow(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-}
-
-// retryable says whether asking again may succeed: the server could not be reached, its
-// answer was cut short, or it answered that it failed or is busy.
-func retryable(err error) bool {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
-	}
-	return !errors.Is(err, errOutputShrank)
 }
 
 // next is what follows an attempt that ended: nothing when the attempt was asked for or
