@@ -65,15 +65,6 @@ func (h *Handler) renderFeedbackBoard(c *gin.Context, status int, d templates.Fe
 		h.serverError(c, err)
 		return
 	}
-	// A page past the end shows the last.
-	pages := max(1, (total+feedbackPerPage-1)/feedbackPerPage)
-	page = min(page, pages)
-	f.Offset, f.Limit = (page-1)*feedbackPerPage, feedbackPerPage
-	items, err := h.feedback.Board(ctx, f)
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
 	link := func(page int) string {
 		q := url.Values{}
 		for k, v := range map[string]string{"status": d.Status, "category": d.Category} {
@@ -89,12 +80,13 @@ func (h *Handler) renderFeedbackBoard(c *gin.Context, status int, d templates.Fe
 		}
 		return "/feedback?" + q.Encode()
 	}
-	d.Pager = templates.Pager{Total: total, From: f.Offset + 1, To: f.Offset + len(items), Here: link(page)}
-	if page > 1 {
-		d.Pager.Prev = link(page - 1)
-	}
-	if page < pages {
-		d.Pager.Next = link(page + 1)
+	from, _, pager := pageAt(total, feedbackPerPage, page, link)
+	d.Pager = pager
+	f.Offset, f.Limit = from, feedbackPerPage
+	items, err := h.feedback.Board(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
 	}
 	me := principal(c).User
 	rows, err := h.feedbackRows(c, items, me.ID)

@@ -76,17 +76,8 @@ func (f nodeFilter) apply(nodes []models.Node) ([]models.Node, templates.NodesFi
 			kept = append(kept, n)
 		}
 	}
-	pages := max(1, (len(kept)+nodesPerPage-1)/nodesPerPage)
-	page := min(f.page, pages)
-	from, to := (page-1)*nodesPerPage, min(page*nodesPerPage, len(kept))
+	from, to, p := pageAt(len(kept), nodesPerPage, f.page, func(page int) string { return f.link(page, f.removed) })
 	v := templates.NodesFilter{Name: f.name, State: f.state, States: models.NodeStates, Filtered: f.name != "" || f.state != "",
-		Pager: templates.Pager{Total: len(kept), From: from + 1, To: to, Here: f.link(page, f.removed)},
-		Clear: nodeFilter{}.link(1, f.removed), Hide: f.link(1, false), Show: f.link(1, true)}
-	if page > 1 {
-		v.Prev = f.link(page-1, f.removed)
-	}
-	if page < pages {
-		v.Next = f.link(page+1, f.removed)
-	}
+		Pager: p, Clear: nodeFilter{}.link(1, f.removed), Hide: f.link(1, false), Show: f.link(1, true)}
 	return kept[from:to], v
 }

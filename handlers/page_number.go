@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/gantry-gpu/gantry/templates"
 )
 
 // pageOf reads the page number of a paged list from the query parameter param: 1 when
@@ -22,4 +24,21 @@ func (h *Handler) pageOf(c *gin.Context, param string) (page int, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// pageAt places page among total rows, perPage a page (the last page when it asks for
+// one past the end): the range [from, to) of its rows, and its pager, whose addresses
+// link makes of a page number.
+func pageAt(total, perPage, page int, link func(page int) string) (from, to int, p templates.Pager) {
+	pages := max(1, (total+perPage-1)/perPage)
+	page = min(page, pages)
+	from, to = (page-1)*perPage, min(page*perPage, total)
+	p = templates.Pager{Total: total, From: from + 1, To: to, Here: link(page)}
+	if page > 1 {
+		p.Prev = link(page - 1)
+	}
+	if page < pages {
+		p.Next = link(page + 1)
+	}
+	return from, to, p
 }

@@ -54,15 +54,6 @@ func (f peopleFilter) apply(users []models.User) ([]models.User, templates.Pager
 			kept = append(kept, u)
 		}
 	}
-	pages := max(1, (len(kept)+peoplePerPage-1)/peoplePerPage)
-	page := min(f.page, pages)
-	from, to := (page-1)*peoplePerPage, min(page*peoplePerPage, len(kept))
-	v := templates.Pager{Total: len(kept), From: from + 1, To: to, Here: f.link(page)}
-	if page > 1 {
-		v.Prev = f.link(page - 1)
-	}
-	if page < pages {
-		v.Next = f.link(page + 1)
-	}
-	return kept[from:to], v
+	from, to, p := pageAt(len(kept), peoplePerPage, f.page, f.link)
+	return kept[from:to], p
 }
