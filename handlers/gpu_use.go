@@ -60,11 +60,7 @@ func (h *Handler) fleet(ctx context.Context, withRemoved bool) ([]models.Node, [
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	ids := make([]int64, len(nodes))
-	for i, n := range nodes {
-		ids[i] = n.ID
-	}
-	devs, err := h.store.DevicesOfNodes(ctx, ids)
+	devs, err := h.store.FleetGPUs(ctx, withRemoved)
 	return nodes, devs, removed, err
 }
 

@@ -89,7 +89,12 @@ func (h *Handler) renderNodeAdmin(c *gin.Context, status int, d templates.NodeAd
 		h.serverError(c, err)
 		return
 	}
-	fleet, err := h.nodeFleet(ctx, []models.Node{*n})
+	pools, err := h.store.NodePools(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	fleet, err := h.nodeFleet(ctx, []models.Node{*n}, pools)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -110,11 +115,6 @@ func (h *Handler) renderNodeAdmin(c *gin.Context, status int, d templates.NodeAd
 	d.LabelsText = strings.Join(d.Node.Labels, "\n")
 	if labels != nil {
 		d.LabelsText = *labels
-	}
-	pools, err := h.store.NodePools(ctx)
-	if err != nil {
-		h.serverError(c, err)
-		return
 	}
 	for _, p := range pools {
 		d.Pools = append(d.Pools, p.Name)

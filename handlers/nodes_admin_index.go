@@ -19,16 +19,25 @@ import (
 	"github.com/gantry-gpu/gantry/templates"
 )
 
+// nodesPerPage is how many nodes one page of the console lists: each row carries its
+// actions, and a thousand rows made a page of over a megabyte.
+const nodesPerPage = 100
+
 // NodesAdminIndex lists the nodes with their GPUs, MIG layout, driver, health and labels,
 // and for admins the state actions, a page of nodesPerPage at a time, narrowed by
-// ?name= and ?state=. Removed nodes are left out unless ?removed=1.
+// ?name=, ?state= and ?pool=. Removed nodes are left out unless ?removed=1.
 func (h *Handler) NodesAdminIndex(c *gin.Context) {
 	ctx := c.Request.Context()
 	show, ok := h.removedOnPage(c)
 	if !ok {
 		return
 	}
-	filter, ok := h.nodeFilterOf(c, show)
+	pools, err := h.store.NodePools(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	filter, ok := h.nodeFilterOf(c, "/admin/nodes", nodesPerPage, show, pools)
 	if !ok {
 		return
 	}
@@ -38,7 +47,7 @@ func (h *Handler) NodesAdminIndex(c *gin.Context) {
 		return
 	}
 	nodes, view := filter.apply(nodes)
-	fleet, err := h.nodeFleet(ctx, nodes)
+	fleet, err := h.nodeFleet(ctx, nodes, pools)
 	if err != nil {
 		h.serverError(c, err)
 		return
@@ -65,7 +74,7 @@ type nodeFleet struct {
 	running map[int64]int
 }
 
-func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node) (*nodeFleet, error) {
+func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node, pools []models.NodePool) (*nodeFleet, error) {
 	f := &nodeFleet{devices: map[int64][]models.GPUDevice{}, slices: map[int64][]models.GPUSlice{}, pools: map[int64]string{}, running: map[int64]int{}}
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
@@ -86,10 +95,6 @@ func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node) (*nodeFlee
 	}
 	for _, s := range sl {
 		f.slices[s.DeviceID] = append(f.slices[s.DeviceID], s)
-	}
-	pools, err := h.store.NodePools(ctx)
-	if err != nil {
-		return nil, err
 	}
 	for _, p := range pools {
 		f.pools[p.ID] = p.Name

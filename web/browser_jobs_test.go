@@ -240,6 +240,11 @@ func TestJobsInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "#cluster-live", "% busy", 10*time.Second)
 	first := waitText(t, ctx, "#cluster-live", "Newest GPU reading", time.Second)
+	// What a person types into the node filter stays there, and so does the focus,
+	// while the part around it refreshes.
+	if err := chromedp.Do(ctx, chromedp.Click("#node-filter-name"), chromedp.SendKeys("#node-filter-name", "gpu-")); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for waitText(t, ctx, "#cluster-live", "Newest GPU reading", time.Second) == first {
 		if time.Now().After(deadline) {
@@ -247,6 +252,8 @@ func TestJobsInBrowser(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	waitTrue(t, ctx, `document.activeElement.id === "node-filter-name" && document.activeElement.value === "gpu-"`,
+		"the node filter keeping what was typed and the focus through a refresh", time.Second)
 	browsertest.Screenshot(t, ctx, "cluster")
 	waitText(t, ctx, "#cluster-live", "0.25 of it in use", time.Second)
 	if err := chromedp.Do(ctx, browsertest.Navigate(jobPage), chromedp.WaitVisible("#cancel-job")); err != nil {

@@ -78,7 +78,7 @@ func TestClusterPage(t *testing.T) {
 		// or the quotas, nor the layout around them.
 		res, live := s.send(olga, "GET", "/cluster", "", map[string]string{"HX-Request": "true"})
 		if res.StatusCode != 200 || !strings.HasPrefix(live, `<div id="cluster-live"`) || !strings.Contains(live, `data-testid="gpus-used">1<`) ||
-			!strings.Contains(live, `data-testid="util">37% busy`) || strings.Contains(live, "<td>research</td>") || strings.Contains(live, "<nav") {
+			!strings.Contains(live, `data-testid="util">37% busy`) || strings.Contains(live, "<td>research</td>") || strings.Contains(live, `<nav aria-label="Main"`) {
 			t.Errorf("the live part: %d %s", res.StatusCode, live)
 		}
 		if res.Header.Get("Vary") != "HX-Request" {

@@ -34,10 +34,11 @@ import (
 
 // Size of the benchmark's installation.
 const (
-	benchJobs     = 100_000
-	benchNodes    = 1_000
-	benchUsers    = 200
-	benchProjects = 20
+	benchJobs        = 100_000
+	benchNodes       = 1_000
+	benchGPUsPerNode = 8
+	benchUsers       = 200
+	benchProjects    = 20
 )
 
 // BenchmarkJobsList loads the jobs page and GET /api/v1/jobs over loopback with 100,000
@@ -422,6 +423,34 @@ func seedBenchRows(b *testing.B, db *sql.DB, postgres bool, users, projects []in
 	insert("nodes", []string{"name", "state", "cpu_milli", "memory_mib", "driver_version", "runtime", "created_at", "updated_at"}, benchNodes,
 		func(i int) []any {
 			return []any{fmt.Sprintf("gpu-%04d", i), models.NodeReady, int64(96000), int64(1 << 20), "550.54.15", "process", now, now}
+		})
+	// Eight GPUs a node, each with a reading: what the cluster page draws on a real fleet.
+	// The readings are an hour ahead of the seed, so that a long run still shows them as
+	// the latest (the page shows readings of the last two minutes).
+	var nodeIDs []int64
+	rows, err := db.Query("SELECT id FROM nodes ORDER BY id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		nodeIDs = append(nodeIDs, id)
+	}
+	if err := rows.Close(); err != nil {
+		b.Fatal(err)
+	}
+	uuid := func(i int) string { return fmt.Sprintf("GPU-bench-%04d-%d", i/benchGPUsPerNode, i%benchGPUsPerNode) }
+	insert("gpu_devices", []string{"node_id", "idx", "uuid", "model", "memory_mib", "healthy", "created_at", "updated_at"}, len(nodeIDs)*benchGPUsPerNode,
+		func(i int) []any {
+			return []any{nodeIDs[i/benchGPUsPerNode], i % benchGPUsPerNode, uuid(i), "H100-80GB", int64(81559), true, now, now}
+		})
+	insert("telemetry_samples", []string{"node_id", "device_uuid", "at", "resolution", "util_pct", "mem_used_mib", "temp_c", "samples", "reported"},
+		len(nodeIDs)*benchGPUsPerNode, func(i int) []any {
+			return []any{nodeIDs[i/benchGPUsPerNode], uuid(i), now.Add(time.Hour), models.ResolutionRaw, float64(i % 101), int64(i % 81559), float64(40 + i%40), 1,
+				models.ReportedUtil | models.ReportedMemory | models.ReportedTemperature}
 		})
 	states := []string{
 		models.JobSucceeded, models.JobSucceeded, models.JobSucceeded, models.JobSucceeded, models.JobSucceeded,

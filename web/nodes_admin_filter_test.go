@@ -18,19 +18,27 @@ import (
 var nodeRow = regexp.MustCompile(`<tr data-node="([^"]+)">`)
 
 // The console's nodes page lists a hundred nodes a page, narrowed by a part of the name
-// (any letter case) and a state; its links keep the filter; a page past the end shows
+// (any letter case), a state and a pool; its links keep the filter; a page past the end shows
 // the last; a filter that matches nothing says so; a bad state or page is a 400 naming it.
 func TestNodesPageFiltersAndPages(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := newDispatchSite(t, st)
 		ctx := context.Background()
+		edge := &models.NodePool{Name: "edge", Provider: "static", CapacityType: models.CapacityOwned}
+		if err := st.CreateNodePool(ctx, edge); err != nil {
+			t.Fatal(err)
+		}
 		for i := range 250 {
 			state := models.NodeReady
 			if i%50 == 7 {
 				state = models.NodeCordoned
 			}
-			if err := st.CreateNode(ctx, &models.Node{Name: fmt.Sprintf("node-%03d", i), State: state, Runtime: "process", Labels: "{}"}, nil); err != nil {
+			n := &models.Node{Name: fmt.Sprintf("node-%03d", i), State: state, Runtime: "process", Labels: "{}"}
+			if i >= 240 {
+				n.PoolID = &edge.ID
+			}
+			if err := st.CreateNode(ctx, n, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -50,6 +58,8 @@ func TestNodesPageFiltersAndPages(t *testing.T) {
 			{"/admin/nodes?name=NODE-01", "Nodes 1–10 of 10", "node-010", "node-019", "", ""},
 			{"/admin/nodes?state=cordoned", "Nodes 1–5 of 5", "node-007", "node-207", "", ""},
 			{"/admin/nodes?state=ready&page=2", "Nodes 101–200 of 245", "node-102", "node-203", "/admin/nodes?state=ready", "/admin/nodes?page=3&state=ready"},
+			{"/admin/nodes?pool=edge", "Nodes 1–10 of 10", "node-240", "node-249", "", ""},
+			{"/admin/nodes?pool=-&name=node-2", "Nodes 1–40 of 40", "node-200", "node-239", "", ""},
 		} {
 			body := s.mustGet(admin, tc.path)
 			rows := nodeRow.FindAllStringSubmatch(body, -1)
@@ -101,6 +111,7 @@ func TestNodesPageFiltersAndPages(t *testing.T) {
 		for path, want := range map[string]string{
 			"/admin/nodes?state=busy": "State: &#34;busy&#34; is not one of ready, draining, cordoned, lost, down: pick one from the list.",
 			"/admin/nodes?page=0":     "Page: &#34;0&#34; is not a page number, a whole number from 1; follow the page&#39;s own links.",
+			"/admin/nodes?pool=core":  "Pool: there is no pool &#34;core&#34;: pick one from the list.",
 		} {
 			if res, body := s.send(admin, "GET", path, "", nil); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, want) {
 				t.Errorf("%s = %d, want 400 saying %s: %s", path, res.StatusCode, want, errorSection.FindString(body))

@@ -27,9 +27,11 @@ func BenchmarkPagesAtScale(b *testing.B) {
 				{"admin-people", "/admin/people", page}, {"api-nodes", "/api/v1/nodes", page},
 			} {
 				b.Run(p.name, func(b *testing.B) {
+					var size int
 					for b.Loop() {
-						w.get(b, p.path, p.header)
+						size = len(w.get(b, p.path, p.header))
 					}
+					b.ReportMetric(float64(size)/1024, "KiB/page")
 				})
 			}
 		})

@@ -210,6 +210,45 @@ type GPUReading struct {
 	TeamName    string
 }
 
+// LatestSamplesOfDevices returns the newest raw sample at or after since of each of the
+// GPUs whose UUIDs are given (none for a GPU without one), by device UUID: what a page
+// showing some of the fleet's GPUs needs, one index probe a GPU.
+func (s *Store) LatestSamplesOfDevices(ctx context.Context, since time.Time, uuids []string) ([]models.TelemetrySample, error) {
+	if len(uuids) == 0 {
+		return nil, nil
+	}
+	cols := make([]string, len(telemetryColumns))
+	for i, c := range telemetryColumns {
+		cols[i] = "t." + c
+	}
+	query := `SELECT ` + strings.Join(cols, ", ") + `
+FROM gpu_devices d
+JOIN telemetry_samples t ON t.id = (
+	SELECT s.id FROM telemetry_samples s
+	WHERE s.device_uuid = d.uuid AND s.resolution = ? AND s.at >= ?
+	ORDER BY s.at DESC LIMIT 1)
+WHERE d.uuid IN ?
+ORDER BY t.device_uuid`
+	rows, err := s.read(ctx).Raw(query, models.ResolutionRaw, since.UTC(), uuids).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("latest samples of %d GPUs since %s: %w", len(uuids), since.UTC().Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	var out []models.TelemetrySample
+	for rows.Next() {
+		var t models.TelemetrySample
+		if err := rows.Scan(telemetryTargets(&t)...); err != nil {
+			return nil, fmt.Errorf("scan latest sample: %w", err)
+		}
+		t.At = t.At.UTC()
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read latest samples: %w", err)
+	}
+	return out, nil
+}
+
 // LatestGPUReadings returns the newest raw sample at or after since of every
 // registered GPU and MIG instance, ordered by node name and device UUID.
 func (s *Store) LatestGPUReadings(ctx context.Context, since time.Time) ([]GPUReading, error) {

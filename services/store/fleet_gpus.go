@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gantry-gpu/gantry/migrations"
+	"github.com/gantry-gpu/gantry/models"
+)
+
+// FleetGPUs returns the GPUs of every node not removed (with withRemoved, of every
+// node), by node id then index, without their CreatedAt and UpdatedAt: what a view of
+// the whole fleet (the cluster page, refreshed every 5 seconds) draws. It reads through
+// readRows: a thousand eight-GPU nodes through gorm cost 64 ms on SQLite, most of it
+// scanning rows and parsing the times no view shows.
+func (s *Store) FleetGPUs(ctx context.Context, withRemoved bool) ([]models.GPUDevice, error) {
+	var out []models.GPUDevice
+	var d models.GPUDevice
+	dest := []any{&d.ID, &d.NodeID, &d.Index, &d.UUID, &d.Model, &d.MemoryMiB, &d.MIGEnabled, &d.NVLinkPeers, &d.PCIBusID, &d.Healthy, &d.HealthReason}
+	cols := "d.id, d.node_id, d.idx, d.uuid, d.model, d.memory_mib, d.mig_enabled, d.nvlink_peers, d.pci_bus_id, d.healthy, d.health_reason"
+	asJSON := s.dialect == migrations.SQLite
+	if asJSON {
+		cols = "json_array(" + cols + ")" // one value a row: see signIn
+	}
+	query := "SELECT " + cols + " FROM gpu_devices d"
+	if !withRemoved {
+		query += " JOIN nodes n ON n.id = d.node_id WHERE n.removed_at IS NULL"
+	}
+	query += " ORDER BY d.node_id, d.idx"
+	err := s.readRows(ctx, read{query: query, scan: func(rows rowScanner) error {
+		var row string
+		for rows.Next() {
+			d = models.GPUDevice{}
+			var err error
+			if asJSON {
+				if err = rows.Scan(&row); err == nil {
+					err = scanJSONArray(row, dest)
+				}
+			} else {
+				err = rows.Scan(dest...)
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("the fleet's GPUs: %w", err)
+	}
+	return out, nil
+}
