@@ -195,9 +195,11 @@ func nodeDevices(inv gpu.Inventory) ([]store.NodeDevice, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode NVLink peers of %s: %w", d.UUID, err)
 		}
+		// Only a GPU in MIG mode has instances; one said to have them is in MIG mode,
+		// as the reads of instances (the cluster page, the scheduler's) take it.
 		nd := store.NodeDevice{GPUDevice: models.GPUDevice{
 			Index: d.Index, UUID: d.UUID, Model: d.Model, MemoryMiB: d.MemoryMiB,
-			MIGEnabled: d.MIG == gpu.MIGEnabled, NVLinkPeers: string(pj), PCIBusID: d.PCIBusID, Healthy: true,
+			MIGEnabled: d.MIG == gpu.MIGEnabled || len(d.MIGInstances) > 0, NVLinkPeers: string(pj), PCIBusID: d.PCIBusID, Healthy: true,
 		}}
 		for _, m := range d.MIGInstances {
 			nd.Slices = append(nd.Slices, models.GPUSlice{UUID: m.UUID, Profile: m.Profile, MemoryMiB: m.MemoryMiB, ComputeSlices: computeSlices(m.Profile)})

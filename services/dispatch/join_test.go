@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/agentapi"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/dispatch/dispatchtest"
+	"github.com/gantry-gpu/gantry/services/gpu"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
@@ -99,4 +100,30 @@ func TestRejoinEndsTheOldRegistration(t *testing.T) {
 			t.Error("rejoin not audited")
 		}
 	})
+}
+
+// A GPU reported with MIG instances is in MIG mode, whatever mode the inventory says:
+// the reads of instances (a scheduling pass, the cluster page) ask for those of GPUs in
+// MIG mode only, and must not lose them.
+func TestJoinTakesAGPUWithInstancesAsInMIGMode(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.Config{DataDir: t.TempDir()})
+	e := newEnv(t, st, dispatchtest.FirstFit{})
+	token, _, err := dispatch.CreateJoinToken(e.ctx, st, e.audit, e.clock.now(), dispatch.JoinTokenSpec{Name: "mig", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := gpu.Inventory{DriverVersion: "550.54.15", Devices: []gpu.Device{
+		{Index: 0, UUID: "GPU-0", Model: "A100-80GB", MemoryMiB: 81920, MIG: gpu.MIGDisabled,
+			MIGInstances: []gpu.MIGInstance{{UUID: "MIG-0a", Profile: "3g.40gb", MemoryMiB: 40192}}},
+		{Index: 1, UUID: "GPU-1", Model: "A100-80GB", MemoryMiB: 81920, MIG: gpu.MIGDisabled},
+	}}
+	res, err := e.svc.Join(e.ctx, agentapi.JoinRequest{JoinToken: token, Name: "gpu-mig", Runtime: agentapi.RuntimeProcess, Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := st.DevicesOfNode(e.ctx, res.NodeID)
+	if err != nil || len(devs) != 2 || !devs[0].MIGEnabled || devs[1].MIGEnabled {
+		t.Fatalf("devices = %+v %v, want GPU 0 alone in MIG mode", devs, err)
+	}
 }

@@ -230,11 +230,13 @@ func (s *Service) addDevices(ctx context.Context, snap *Snapshot, ids []int64, b
 	if err != nil {
 		return err
 	}
-	devIDs := make([]int64, len(devs))
-	for i, d := range devs {
-		devIDs[i] = d.ID
+	var migDevs []int64 // only a GPU in MIG mode has instances
+	for _, d := range devs {
+		if d.MIGEnabled {
+			migDevs = append(migDevs, d.ID)
+		}
 	}
-	slices, err := s.store.SlicesOfDevices(ctx, devIDs)
+	slices, err := s.store.SlicesOfDevices(ctx, migDevs)
 	if err != nil {
 		return err
 	}

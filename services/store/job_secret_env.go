@@ -43,7 +43,13 @@ func (s *Store) SecretEnvOfJobs(ctx context.Context, ids []int64) (map[int64]map
 		return out, nil
 	}
 	var rows []models.JobSecretEnv
-	if err := s.with(ctx).Where("job_id IN ?", ids).Find(&rows).Error; err != nil {
+	err := inBatches(ids, func(batch []int64) error {
+		var part []models.JobSecretEnv
+		err := s.with(ctx).Where("job_id IN ?", batch).Find(&part).Error
+		rows = append(rows, part...)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("secret env of %d jobs: %w", len(ids), err)
 	}
 	for _, r := range rows {

@@ -24,7 +24,13 @@ func (s *Store) JobsByIDs(ctx context.Context, ids []int64) ([]models.Job, error
 		return nil, nil
 	}
 	var out []models.Job
-	if err := s.read(ctx).Where("id IN ?", ids).Order("id").Find(&out).Error; err != nil {
+	err := inBatches(ids, func(batch []int64) error {
+		var jobs []models.Job
+		err := s.read(ctx).Where("id IN ?", batch).Order("id").Find(&jobs).Error
+		out = append(out, jobs...)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("jobs by id: %w", err)
 	}
 	return out, nil

@@ -80,20 +80,20 @@ func (s *Store) AppendLedgerEntries(ctx context.Context, entries []models.Ledger
 // AllocationsMeteredUntil returns, for each allocation that has charges, the end of its last one.
 func (s *Store) AllocationsMeteredUntil(ctx context.Context, allocationIDs []int64) (map[int64]time.Time, error) {
 	out := make(map[int64]time.Time, len(allocationIDs))
-	for start := 0; start < len(allocationIDs); start += 500 {
-		chunk := allocationIDs[start:min(start+500, len(allocationIDs))]
+	err := inBatches(allocationIDs, func(batch []int64) error {
 		var rows []struct {
 			AllocationID int64
 			PeriodEnd    dbTime
 		}
 		err := s.with(ctx).Model(&models.LedgerEntry{}).Select("allocation_id, MAX(period_end) AS period_end").
-			Where("allocation_id IN ? AND job_id IS NOT NULL", chunk).Group("allocation_id").Scan(&rows).Error
-		if err != nil {
-			return nil, fmt.Errorf("metered watermarks of allocations: %w", err)
-		}
+			Where("allocation_id IN ? AND job_id IS NOT NULL", batch).Group("allocation_id").Scan(&rows).Error
 		for _, r := range rows {
 			out[r.AllocationID] = time.Time(r.PeriodEnd)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metered watermarks of allocations: %w", err)
 	}
 	return out, nil
 }

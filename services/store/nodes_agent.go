@@ -136,7 +136,13 @@ func (s *Store) DevicesOfNodes(ctx context.Context, nodeIDs []int64) ([]models.G
 	if len(nodeIDs) == 0 {
 		return nil, nil
 	}
-	if err := s.with(ctx).Where("node_id IN ?", nodeIDs).Order("node_id, idx").Find(&out).Error; err != nil {
+	err := inBatches(nodeIDs, func(batch []int64) error {
+		var devs []models.GPUDevice
+		err := s.with(ctx).Where("node_id IN ?", batch).Order("node_id, idx").Find(&devs).Error
+		out = append(out, devs...)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("devices of %d nodes: %w", len(nodeIDs), err)
 	}
 	return out, nil
@@ -163,7 +169,13 @@ func (s *Store) SlicesOfDevices(ctx context.Context, deviceIDs []int64) ([]model
 		return nil, nil
 	}
 	var out []models.GPUSlice
-	if err := s.with(ctx).Where("device_id IN ?", deviceIDs).Order("device_id, id").Find(&out).Error; err != nil {
+	err := inBatches(deviceIDs, func(batch []int64) error {
+		var sl []models.GPUSlice
+		err := s.with(ctx).Where("device_id IN ?", batch).Order("device_id, id").Find(&sl).Error
+		out = append(out, sl...)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("MIG instances of %d GPUs: %w", len(deviceIDs), err)
 	}
 	return out, nil

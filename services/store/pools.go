@@ -173,8 +173,7 @@ func (s *Store) DeletePoolSamplesBefore(ctx context.Context, before time.Time) (
 // last one ended; nodes running one now map to the zero time.
 func (s *Store) NodesLastBusy(ctx context.Context, nodeIDs []int64) (map[int64]time.Time, error) {
 	out := make(map[int64]time.Time, len(nodeIDs))
-	for start := 0; start < len(nodeIDs); start += 500 {
-		chunk := nodeIDs[start:min(start+500, len(nodeIDs))]
+	err := inBatches(nodeIDs, func(batch []int64) error {
 		var rows []struct {
 			NodeID int64
 			Active int64
@@ -182,10 +181,7 @@ func (s *Store) NodesLastBusy(ctx context.Context, nodeIDs []int64) (map[int64]t
 		}
 		err := s.with(ctx).Model(&models.Allocation{}).
 			Select("node_id, SUM(CASE WHEN state = ? THEN 0 ELSE 1 END) AS active, MAX(COALESCE(ended_at, created_at)) AS ended", models.AllocEnded).
-			Where("node_id IN ?", chunk).Group("node_id").Scan(&rows).Error
-		if err != nil {
-			return nil, fmt.Errorf("last busy time of nodes: %w", err)
-		}
+			Where("node_id IN ?", batch).Group("node_id").Scan(&rows).Error
 		for _, r := range rows {
 			if r.Active > 0 {
 				out[r.NodeID] = time.Time{}
@@ -193,6 +189,10 @@ func (s *Store) NodesLastBusy(ctx context.Context, nodeIDs []int64) (map[int64]t
 				out[r.NodeID] = time.Time(r.Ended)
 			}
 		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("last busy time of nodes: %w", err)
 	}
 	return out, nil
 }
