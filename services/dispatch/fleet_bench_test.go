@@ -1,0 +1,109 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/audit"
+	"github.com/gantry-gpu/gantry/services/dispatch"
+	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// Size of the fleet of BenchmarkFleetAtScale: more GPUs than a statement takes
+// parameters on SQLite (32,766), as a big installation has.
+const (
+	fleetNodes       = 5_000
+	fleetGPUsPerNode = 8
+	fleetQueued      = 1_000
+)
+
+// BenchmarkFleetAtScale reads what a scheduling pass reads (Snapshot) and answers the
+// submit form's preview (Snapshot, then the production scheduler's plan with the job
+// queued last), on a fleet of 5,000 eight-GPU nodes in two pools with 1,000 jobs
+// queued, on SQLite and PostgreSQL. docs/scheduler-benchmarks.md has the figures.
+func BenchmarkFleetAtScale(b *testing.B) {
+	for _, backend := range storetest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			ctx := context.Background()
+			st := storetest.Open(b, backend.Config(b))
+			sched, err := scheduler.New(scheduler.DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			svc, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: audit.New(st, time.Now), Now: time.Now,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dispatch.DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			user := &models.User{Username: "ada"}
+			if err := st.CreateUser(ctx, user); err != nil {
+				b.Fatal(err)
+			}
+			team := &models.Team{Name: "vision"}
+			if err := st.CreateTeam(ctx, team); err != nil {
+				b.Fatal(err)
+			}
+			proj := &models.Project{TeamID: team.ID, Name: "detect"}
+			if err := st.CreateProject(ctx, proj); err != nil {
+				b.Fatal(err)
+			}
+			var pools []*models.NodePool
+			for _, name := range []string{"train", "infer"} {
+				p := &models.NodePool{Name: name, Provider: "static", CapacityType: models.CapacityOwned}
+				if err := st.CreateNodePool(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+				pools = append(pools, p)
+			}
+			now := time.Now().UTC()
+			for i := range fleetNodes {
+				n := &models.Node{Name: fmt.Sprintf("gpu-%05d", i), State: models.NodeReady, Runtime: "process", CPUMilli: 192_000, MemoryMiB: 2 << 20,
+					Labels: "{}", PoolID: &pools[i%2].ID, LastHeartbeatAt: &now}
+				devs := make([]models.GPUDevice, fleetGPUsPerNode)
+				for g := range devs {
+					devs[g] = models.GPUDevice{Index: g, UUID: fmt.Sprintf("GPU-%05d-%d", i, g), Model: "H100-80GB", MemoryMiB: 81559,
+						NVLinkPeers: "[]", Healthy: true}
+				}
+				if err := st.CreateNode(ctx, n, devs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range fleetQueued {
+				j := &models.Job{Name: fmt.Sprintf("train-%d", i), ProjectID: proj.ID, UserID: user.ID, Command: `["true"]`,
+					PriorityClass: "research", GPUs: 1 + i%8, CPUMilli: 8000, MemoryMiB: 65536}
+				if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Logf("seeded %d nodes, %d GPUs and %d queued jobs in %s", fleetNodes, fleetNodes*fleetGPUsPerNode, fleetQueued, time.Since(start).Round(time.Millisecond))
+
+			b.Run("snapshot", func(b *testing.B) {
+				for b.Loop() {
+					snap, err := svc.Snapshot(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(snap.Nodes) != fleetNodes || len(snap.Queue) != fleetQueued {
+						b.Fatalf("snapshot of %d nodes and %d queued jobs", len(snap.Nodes), len(snap.Queue))
+					}
+				}
+			})
+			b.Run("preview", func(b *testing.B) {
+				job := models.Job{Name: "what-if", ProjectID: proj.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research",
+					GPUs: 8, CPUMilli: 8000, MemoryMiB: 65536}
+				for b.Loop() {
+					if _, err := svc.Preview(ctx, job); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
