@@ -12,6 +12,7 @@ import (
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/scheduler"
+	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
@@ -23,10 +24,11 @@ const (
 	fleetQueued      = 1_000
 )
 
-// BenchmarkFleetAtScale reads what a scheduling pass reads (Snapshot) and answers the
-// submit form's preview (Snapshot, then the production scheduler's plan with the job
-// queued last), on a fleet of 5,000 eight-GPU nodes in two pools with 1,000 jobs
-// queued, on SQLite and PostgreSQL. docs/scheduler-benchmarks.md has the figures.
+// BenchmarkFleetAtScale reads what a scheduling pass reads (Snapshot: on a steady
+// fleet, and after a node reported another inventory) and answers the submit form's
+// preview (Snapshot, then the production scheduler's plan with the job queued last),
+// on a fleet of 5,000 eight-GPU nodes in two pools with 1,000 jobs queued, on SQLite
+// and PostgreSQL. docs/scheduler-benchmarks.md has the figures.
 func BenchmarkFleetAtScale(b *testing.B) {
 	for _, backend := range storetest.Backends() {
 		b.Run(backend.Name, func(b *testing.B) {
@@ -92,6 +94,32 @@ func BenchmarkFleetAtScale(b *testing.B) {
 					}
 					if len(snap.Nodes) != fleetNodes || len(snap.Queue) != fleetQueued {
 						b.Fatalf("snapshot of %d nodes and %d queued jobs", len(snap.Nodes), len(snap.Queue))
+					}
+				}
+			})
+			// A node reports another inventory before each pass (a GPU's health, say):
+			// the pass reads the fleet's GPUs again.
+			b.Run("snapshot-inventory-changed", func(b *testing.B) {
+				n, err := st.NodeByName(ctx, "gpu-00000")
+				if err != nil {
+					b.Fatal(err)
+				}
+				devs, err := st.DevicesOfNodes(ctx, []int64{n.ID})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					nd := make([]store.NodeDevice, len(devs))
+					for i, d := range devs {
+						d.Healthy = !d.Healthy
+						devs[i] = d
+						nd[i] = store.NodeDevice{GPUDevice: d}
+					}
+					if err := st.ReplaceNodeDevices(ctx, n.ID, nd); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := svc.Snapshot(ctx); err != nil {
+						b.Fatal(err)
 					}
 				}
 			})

@@ -103,6 +103,7 @@ type Service struct {
 	nodes     *notifier
 	usage     usageCache
 	catalog   catalogCache
+	inventory inventoryCache
 }
 
 // TelemetrySink checks what heartbeats report (GPU samples, jobs' CPU use) for the

@@ -51,3 +51,15 @@ func (s *Store) FleetGPUs(ctx context.Context, withRemoved bool) ([]models.GPUDe
 	}
 	return out, nil
 }
+
+// GPUInventoryVersion is a number that moves with every change of the fleet's GPUs and
+// MIG instances (ReplaceNodeDevices, in its transaction): GPUs read after it was read
+// are at least as new as it says, so a reader that kept them may keep them while it
+// stays the same.
+func (s *Store) GPUInventoryVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.read(ctx).Raw("SELECT version FROM gpu_inventory WHERE id = 1").Scan(&v).Error; err != nil {
+		return 0, fmt.Errorf("GPU inventory version: %w", err)
+	}
+	return v, nil
+}

@@ -48,3 +48,57 @@ func TestFleetGPUs(t *testing.T) {
 		}
 	})
 }
+
+// The GPU inventory's version moves with every change of a node's GPUs, and only then.
+func TestGPUInventoryVersion(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		version := func() int64 {
+			t.Helper()
+			v, err := s.GPUInventoryVersion(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		v0 := version()
+		n := &models.Node{Name: "gpu-a", State: models.NodeReady}
+		if err := s.SaveNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if v := version(); v != v0 {
+			t.Errorf("a node without GPUs moved the version: %d → %d", v0, v)
+		}
+		dev := models.GPUDevice{Index: 0, UUID: "GPU-a0", Model: "H100-80GB", MemoryMiB: 81559, Healthy: true}
+		if err := s.ReplaceNodeDevices(ctx, n.ID, []store.NodeDevice{{GPUDevice: dev}}); err != nil {
+			t.Fatal(err)
+		}
+		v1 := version()
+		dev.Healthy = false
+		if err := s.ReplaceNodeDevices(ctx, n.ID, []store.NodeDevice{{GPUDevice: dev}}); err != nil {
+			t.Fatal(err)
+		}
+		v2 := version()
+		if err := s.ReplaceNodeDevices(ctx, n.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if v3 := version(); !(v0 < v1 && v1 < v2 && v2 < v3) {
+			t.Errorf("versions %d, %d, %d, %d: each change must raise it", v0, v1, v2, v3)
+		}
+		// A change refused (a UUID of another node) leaves it as it was.
+		other := &models.Node{Name: "gpu-b", State: models.NodeReady}
+		if err := s.SaveNode(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceNodeDevices(ctx, n.ID, []store.NodeDevice{{GPUDevice: dev}}); err != nil {
+			t.Fatal(err)
+		}
+		before := version()
+		if err := s.ReplaceNodeDevices(ctx, other.ID, []store.NodeDevice{{GPUDevice: dev}}); err == nil {
+			t.Fatal("a UUID of another node was taken")
+		}
+		if v := version(); v != before {
+			t.Errorf("a refused change moved the version: %d → %d", before, v)
+		}
+	})
+}

@@ -43,8 +43,9 @@ func (s *Store) SaveNode(ctx context.Context, n *models.Node) error {
 	return nil
 }
 
-// ReplaceNodeDevices makes devs the node's GPUs and MIG instances, replacing what it had.
-// A UUID registered to another node is ErrConflict.
+// ReplaceNodeDevices makes devs the node's GPUs and MIG instances, replacing what it had,
+// and raises the GPU inventory's version (GPUInventoryVersion). A UUID registered to
+// another node is ErrConflict.
 func (s *Store) ReplaceNodeDevices(ctx context.Context, nodeID int64, devs []NodeDevice) error {
 	err := s.InTx(ctx, func(tx *Store) error {
 		old := tx.with(ctx).Model(&models.GPUDevice{}).Select("id").Where("node_id = ?", nodeID)
@@ -52,6 +53,9 @@ func (s *Store) ReplaceNodeDevices(ctx context.Context, nodeID int64, devs []Nod
 			return err
 		}
 		if err := tx.with(ctx).Where("node_id = ?", nodeID).Delete(&models.GPUDevice{}).Error; err != nil {
+			return err
+		}
+		if err := tx.with(ctx).Exec("UPDATE gpu_inventory SET version = version + 1 WHERE id = 1").Error; err != nil {
 			return err
 		}
 		for i := range devs {
