@@ -300,3 +300,6 @@ func (c *Cutter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, _ pgx.Trac
 func (c *Cutter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 
 func (c *Cutter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// NodeColumns are the columns the node lists read.
+var NodeColumns = nodeColumns

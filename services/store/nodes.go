@@ -39,8 +39,8 @@ func (s *Store) NodeByName(ctx context.Context, name string) (*models.Node, erro
 // Nodes returns the nodes that were not removed, ordered by name: those that serve, or
 // may serve again.
 func (s *Store) Nodes(ctx context.Context) ([]models.Node, error) {
-	var out []models.Node
-	if err := s.with(ctx).Where("removed_at IS NULL").Order("name").Find(&out).Error; err != nil {
+	out, err := s.nodeRows(ctx, nil, false, "name")
+	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	return out, nil
@@ -85,8 +85,8 @@ func (s *Store) NodesPage(ctx context.Context, f NodeFilter) ([]models.Node, err
 
 // NodesWithRemoved returns every node, removed ones too, ordered by name.
 func (s *Store) NodesWithRemoved(ctx context.Context) ([]models.Node, error) {
-	var out []models.Node
-	if err := s.with(ctx).Order("name").Find(&out).Error; err != nil {
+	out, err := s.nodeRows(ctx, nil, true, "name")
+	if err != nil {
 		return nil, fmt.Errorf("list nodes with the removed ones: %w", err)
 	}
 	return out, nil

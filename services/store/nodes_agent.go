@@ -125,10 +125,13 @@ func (s *Store) NodesSilentSince(ctx context.Context, before time.Time, states [
 	return out, nil
 }
 
-// NodesInStates returns the nodes in one of states, by id.
+// NodesInStates returns the nodes in one of states (removed ones too), by id.
 func (s *Store) NodesInStates(ctx context.Context, states []string) ([]models.Node, error) {
-	var out []models.Node
-	if err := s.with(ctx).Where("state IN ?", states).Order("id").Find(&out).Error; err != nil {
+	if len(states) == 0 {
+		return nil, nil
+	}
+	out, err := s.nodeRows(ctx, states, true, "id")
+	if err != nil {
 		return nil, fmt.Errorf("nodes in %v: %w", states, err)
 	}
 	return out, nil
