@@ -59,6 +59,28 @@ func (s *Store) rowRead(query string, args []any, dest []any, found *bool) read 
 	}}
 }
 
+// rowsRead reads every row of query into dest, as rowRead does the first, and calls
+// each after each row: each keeps what dest holds, and empties it for the next row.
+func (s *Store) rowsRead(query string, args []any, dest []any, each func()) read {
+	asJSON := s.dialect == migrations.SQLite
+	return read{query: query, args: args, scan: func(rows rowScanner) error {
+		var row string
+		for rows.Next() {
+			var err error
+			if !asJSON {
+				err = rows.Scan(dest...)
+			} else if err = rows.Scan(&row); err == nil {
+				err = scanJSONArray(row, dest)
+			}
+			if err != nil {
+				return err
+			}
+			each()
+		}
+		return nil
+	}}
+}
+
 // JobAndProject returns the job with id and its project, in one statement through
 // readRows: the gate of every job route (a job page's refresh every 2 s) needs both,
 // and two reads through gorm cost a third of such a refresh.

@@ -53,23 +53,9 @@ func (s *Store) nodeRows(ctx context.Context, states []string, withRemoved bool,
 	query += " ORDER BY " + orderBy
 	var out []models.Node
 	var n models.Node
-	dest := nodeFields(&n)
-	err := s.readRows(ctx, read{query: query, args: args, scan: func(rows rowScanner) error {
-		var row string
-		for rows.Next() {
-			n = models.Node{}
-			var err error
-			if pg {
-				err = rows.Scan(dest...)
-			} else if err = rows.Scan(&row); err == nil {
-				err = scanJSONArray(row, dest)
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, n)
-		}
-		return nil
-	}})
+	err := s.readRows(ctx, s.rowsRead(query, args, nodeFields(&n), func() {
+		out = append(out, n)
+		n = models.Node{}
+	}))
 	return out, err
 }
