@@ -43,36 +43,30 @@ func (h *Handler) clusterFleet(ctx context.Context, withRemoved bool, pools []mo
 	for _, p := range pools {
 		f.pools[p.ID] = p
 	}
-	// Only a GPU in MIG mode has instances: asking for every GPU's was most of the read.
-	var migDevs []int64
-	for _, d := range devs {
-		if d.MIGEnabled {
-			migDevs = append(migDevs, d.ID)
-		}
-	}
-	migs, err := h.store.SlicesOfDevices(ctx, migDevs)
-	if err != nil {
-		return nil, err
-	}
 	use, err := h.activeGPUUse(ctx)
 	if err != nil {
 		return nil, err
 	}
-	slicesOf := map[int64][]templates.ClusterSlice{}
-	for _, s := range migs {
-		slicesOf[s.DeviceID] = append(slicesOf[s.DeviceID], templates.ClusterSlice{Profile: s.Profile, Used: use.mig[s.UUID]})
-		f.slices++
-		if !use.mig[s.UUID] {
-			f.free++
-		}
-	}
+	listed := make(map[int64]bool, len(nodes))
 	for _, n := range nodes {
+		listed[n.ID] = true
 		f.up[n.ID] = n.State == models.NodeReady || n.State == models.NodeDraining || n.State == models.NodeCordoned
 	}
 	for _, dv := range devs {
+		if !listed[dv.NodeID] {
+			continue
+		}
+		var migs []templates.ClusterSlice
+		for _, s := range dv.Slices {
+			migs = append(migs, templates.ClusterSlice{Profile: s.Profile, Used: use.mig[s.UUID]})
+			f.slices++
+			if !use.mig[s.UUID] {
+				f.free++
+			}
+		}
 		f.gpus[dv.NodeID] = append(f.gpus[dv.NodeID], templates.ClusterGPU{Index: dv.Index, UUID: dv.UUID, Model: dv.Model,
 			Memory: mibText(dv.MemoryMiB), Healthy: dv.Healthy, HealthReason: dv.HealthReason,
-			InUseMilli: min(use.device[dv.UUID], 1000), Jobs: use.jobs[dv.UUID], Slices: slicesOf[dv.ID], UtilPct: -1})
+			InUseMilli: min(use.device[dv.UUID], 1000), Jobs: use.jobs[dv.UUID], Slices: migs, UtilPct: -1})
 	}
 	f.shared = shareGPUs(nodes, f.up, f.gpus)
 	foreign, err := h.store.SlurmForeignJobs(ctx, 0)

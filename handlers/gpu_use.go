@@ -9,6 +9,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/agentapi"
+	"github.com/gantry-gpu/gantry/services/store"
 )
 
 // gpuUse is what active allocations hold of each GPU (by UUID) in milli-GPU, a MIG slice
@@ -53,15 +54,22 @@ func migSlicesOf(profile string) int {
 	return n
 }
 
-// fleet reads the nodes a list shows (listedNodes) with their GPUs, and how many
-// nodes were removed.
-func (h *Handler) fleet(ctx context.Context, withRemoved bool) ([]models.Node, []models.GPUDevice, int, error) {
+// fleet reads the nodes a list shows (listedNodes), how many nodes were removed, and
+// every GPU of the fleet with its MIG instances (those of nodes not listed too): as the
+// scheduling passes keep them where the server dispatches, which it does but in tests.
+// The GPUs are shared and must not be changed.
+func (h *Handler) fleet(ctx context.Context, withRemoved bool) ([]models.Node, []store.FleetGPU, int, error) {
 	nodes, removed, err := h.listedNodes(ctx, withRemoved)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	devs, err := h.store.FleetGPUs(ctx, withRemoved)
-	return nodes, devs, removed, err
+	var gpus []store.FleetGPU
+	if h.dispatch != nil {
+		gpus, err = h.dispatch.FleetGPUs(ctx)
+	} else {
+		gpus, err = h.store.FleetGPUs(ctx)
+	}
+	return nodes, gpus, removed, err
 }
 
 // gpusOf writes milli-GPU as GPUs: 2250 → "2.25".

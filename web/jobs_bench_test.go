@@ -26,7 +26,9 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/audit"
 	"github.com/gantry-gpu/gantry/services/authz"
+	"github.com/gantry-gpu/gantry/services/dispatch"
 	"github.com/gantry-gpu/gantry/services/identity"
+	"github.com/gantry-gpu/gantry/services/scheduler"
 	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 	"github.com/gantry-gpu/gantry/web"
@@ -195,7 +197,18 @@ func newBenchWorld(b *testing.B, st *store.Store, cfg store.Config) *benchWorld 
 	if cfg.DatabaseURL != "" {
 		w.postmaster = localPostmaster(b, db)
 	}
-	w.srv = httptest.NewServer(web.NewRouter(web.Config{Store: st, Version: "bench", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Auth: opts}))
+	// A dispatcher as the server has one (its loop not running): the cluster page reads
+	// the fleet's GPUs as its scheduling passes keep them.
+	sched, err := scheduler.New(scheduler.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	disp, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatch.NewPlacer(sched), Audit: al, Now: time.Now, Log: log}, dispatch.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.srv = httptest.NewServer(web.NewRouter(web.Config{Store: st, Version: "bench", Log: log, Auth: opts, Dispatch: disp}))
 	b.Cleanup(w.srv.Close)
 	w.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	cookie, sess, err := id.StartSession(ctx, admin, "", "bench")

@@ -127,3 +127,61 @@ func TestJoinTakesAGPUWithInstancesAsInMIGMode(t *testing.T) {
 		t.Fatalf("devices = %+v %v, want GPU 0 alone in MIG mode", devs, err)
 	}
 }
+
+// The passes keep the fleet's GPUs between them, and see each change of them: a node
+// created with its GPUs (a Slurm node), GPUs that a node reports anew, a GPU gone.
+func TestSnapshotSeesEveryChangeOfTheGPUs(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, dispatchtest.FirstFit{})
+		// A pass reads the nodes only when something waits.
+		if err := st.CreateJob(e.ctx, &models.Job{Name: "waits", ProjectID: e.proj.ID, UserID: e.user.ID, Command: `["true"]`,
+			PriorityClass: "research", GPUs: 8}, "user:ada"); err != nil {
+			t.Fatal(err)
+		}
+		gpusOf := func(name string) []string {
+			t.Helper()
+			snap, err := e.svc.Snapshot(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range snap.Nodes {
+				if n.Name == name {
+					var out []string
+					for _, g := range n.GPUs {
+						out = append(out, g.UUID+"/"+g.Model)
+					}
+					return out
+				}
+			}
+			t.Fatalf("no node %s in the snapshot", name)
+			return nil
+		}
+		e.join("gpu-1", "1xA100-80GB")
+		if got := gpusOf("gpu-1"); len(got) != 1 {
+			t.Fatalf("a node joined: %v", got)
+		}
+		n := &models.Node{Name: "slurm-1", State: models.NodeReady, Runtime: "process", Labels: "{}"}
+		if err := st.CreateNode(e.ctx, n, []models.GPUDevice{{Index: 0, UUID: "GPU-s0", Model: "A100-80GB", MemoryMiB: 81920, Healthy: true}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := gpusOf("slurm-1"); !slices.Equal(got, []string{"GPU-s0/A100-80GB"}) {
+			t.Fatalf("after the node was created: %v", got)
+		}
+		if err := st.ReplaceNodeDevices(e.ctx, n.ID, []store.NodeDevice{
+			{GPUDevice: models.GPUDevice{Index: 0, UUID: "GPU-s0", Model: "A100-80GB", MemoryMiB: 81920, Healthy: true}},
+			{GPUDevice: models.GPUDevice{Index: 1, UUID: "GPU-s1", Model: "H100-80GB", MemoryMiB: 81559, Healthy: true}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := gpusOf("slurm-1"); !slices.Equal(got, []string{"GPU-s0/A100-80GB", "GPU-s1/H100-80GB"}) {
+			t.Fatalf("after a GPU was added: %v", got)
+		}
+		if err := st.ReplaceNodeDevices(e.ctx, n.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := gpusOf("slurm-1"); len(got) != 0 {
+			t.Fatalf("after the GPUs went: %v", got)
+		}
+	})
+}

@@ -225,7 +225,7 @@ func runsOf(runtime string) scheduler.Runs {
 // addDevices fills in the GPUs and MIG instances of the snapshot's nodes, from the
 // fleet's as the inventory cache has them.
 func (s *Service) addDevices(ctx context.Context, snap *Snapshot, byID map[int64]int) error {
-	gpus, err := s.inventory.fleet(ctx, s.store)
+	gpus, peers, err := s.inventory.fleet(ctx, s.store)
 	if err != nil {
 		return err
 	}
@@ -236,12 +236,12 @@ func (s *Service) addDevices(ctx context.Context, snap *Snapshot, byID map[int64
 			continue
 		}
 		var migs []MIGCapacity
-		for _, sl := range d.migs {
+		for _, sl := range d.Slices {
 			migs = append(migs, MIGCapacity{UUID: sl.UUID, Profile: sl.Profile, MemoryMiB: sl.MemoryMiB, Free: true})
 		}
 		n := &snap.Nodes[at]
 		n.GPUs = append(n.GPUs, GPUCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemoryMiB: d.MemoryMiB, FreeMilli: 1000,
-			Healthy: d.Healthy, NVLinkPeers: d.peers, MIG: migs})
+			Healthy: d.Healthy, NVLinkPeers: peers[i], MIG: migs})
 	}
 	return nil
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/gantry-gpu/gantry/models"
 )
 
-// CreateNode inserts a node with its GPU devices in one transaction; a taken name is ErrConflict.
+// CreateNode inserts a node with its GPU devices in one transaction, raising the GPU
+// inventory's version when it has some (GPUInventoryVersion); a taken name is ErrConflict.
 func (s *Store) CreateNode(ctx context.Context, n *models.Node, devices []models.GPUDevice) error {
 	err := s.InTx(ctx, func(tx *Store) error {
 		if err := translate(tx.with(ctx).Create(n).Error); err != nil {
@@ -18,6 +19,9 @@ func (s *Store) CreateNode(ctx context.Context, n *models.Node, devices []models
 		}
 		if len(devices) == 0 {
 			return nil
+		}
+		if err := tx.raiseGPUInventory(ctx); err != nil {
+			return err
 		}
 		return translate(tx.with(ctx).Create(&devices).Error)
 	})
