@@ -1,8 +1,7 @@
--- A number that every change of the fleet's GPUs and MIG instances raises in its own
--- transaction (store.ReplaceNodeDevices): a scheduling pass keeps the GPUs it read and
--- reads them again only when the number moved (dispatch's inventory cache).
-CREATE TABLE gpu_inventory (
-    id INTEGER PRIMARY KEY,
-    version BIGINT NOT NULL
-);
-INSERT INTO gpu_inventory (id, version) VALUES (1, 0);
+-- A number of each node that every change of its GPUs and MIG instances raises in its
+-- own transaction (store.CreateNode, store.ReplaceNodeDevices): their sum over the
+-- nodes moves with any change of the fleet's GPUs, so a scheduling pass keeps the GPUs
+-- it read and reads them again only when the sum moved (dispatch's inventory cache).
+-- Per node, not one row for the fleet: a change locks only its node's row, which the
+-- heartbeat that brings it writes anyway.
+ALTER TABLE nodes ADD COLUMN gpu_generation BIGINT NOT NULL DEFAULT 0;

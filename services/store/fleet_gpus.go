@@ -51,20 +51,21 @@ func (s *Store) FleetGPUs(ctx context.Context) ([]FleetGPU, error) {
 	return out, nil
 }
 
-// GPUInventoryVersion is a number that moves with every change of the fleet's GPUs and
-// MIG instances (CreateNode, ReplaceNodeDevices, in their transactions): GPUs read after
-// it was read are at least as new as it says, so a reader that kept them may keep them
-// while it stays the same.
+// GPUInventoryVersion is a number that grows with every change of the fleet's GPUs and
+// MIG instances (CreateNode, ReplaceNodeDevices, in their transactions: the sum of the
+// nodes' generations, each raised by a change of its node's): GPUs read after it was
+// read are at least as new as it says, so a reader that kept them may keep them while
+// it stays the same.
 func (s *Store) GPUInventoryVersion(ctx context.Context) (int64, error) {
 	var v int64
-	if err := s.read(ctx).Raw("SELECT version FROM gpu_inventory WHERE id = 1").Scan(&v).Error; err != nil {
+	if err := s.read(ctx).Raw("SELECT COALESCE(SUM(gpu_generation), 0) FROM nodes").Scan(&v).Error; err != nil {
 		return 0, fmt.Errorf("GPU inventory version: %w", err)
 	}
 	return v, nil
 }
 
-// raiseGPUInventory moves the GPU inventory's version: every write of gpu_devices or
-// gpu_slices does, in its transaction.
-func (s *Store) raiseGPUInventory(ctx context.Context) error {
-	return s.with(ctx).Exec("UPDATE gpu_inventory SET version = version + 1 WHERE id = 1").Error
+// raiseGPUInventory raises the GPU generation of node id, and so the inventory's
+// version: every write of gpu_devices or gpu_slices does, in its transaction.
+func (s *Store) raiseGPUInventory(ctx context.Context, id int64) error {
+	return s.with(ctx).Exec("UPDATE nodes SET gpu_generation = gpu_generation + 1 WHERE id = ?", id).Error
 }

@@ -20,7 +20,7 @@ func (s *Store) CreateNode(ctx context.Context, n *models.Node, devices []models
 		if len(devices) == 0 {
 			return nil
 		}
-		if err := tx.raiseGPUInventory(ctx); err != nil {
+		if err := tx.raiseGPUInventory(ctx, n.ID); err != nil {
 			return err
 		}
 		return translate(tx.with(ctx).Create(&devices).Error)

@@ -55,7 +55,7 @@ func (s *Store) ReplaceNodeDevices(ctx context.Context, nodeID int64, devs []Nod
 		if err := tx.with(ctx).Where("node_id = ?", nodeID).Delete(&models.GPUDevice{}).Error; err != nil {
 			return err
 		}
-		if err := tx.raiseGPUInventory(ctx); err != nil {
+		if err := tx.raiseGPUInventory(ctx, nodeID); err != nil {
 			return err
 		}
 		for i := range devs {
