@@ -22,6 +22,7 @@ const clusterNodesPerPage = 50
 // Removed nodes are left out unless ?removed=1, and never count as capacity or as nodes.
 func (h *Handler) ClusterShow(c *gin.Context) {
 	ctx := c.Request.Context()
+	now := time.Now().UTC()
 	show, ok := h.removedOnPage(c)
 	if !ok {
 		return
@@ -45,11 +46,11 @@ func (h *Handler) ClusterShow(c *gin.Context) {
 	d.Summary = fleet.summary(filter)
 	shown, view := filter.apply(fleet.byPool())
 	d.Filter = view
-	if d.ReadingsAt, err = h.readGPUs(ctx, fleet, shown, time.Now().UTC()); err != nil {
+	if d.ReadingsAt, err = h.readGPUs(ctx, fleet, shown, now); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	d.Pools = fleet.sections(shown, time.Now().UTC())
+	d.Pools = fleet.sections(shown, now)
 	// The live part and the page share a URL: caches must keep them apart.
 	c.Header("Vary", "HX-Request")
 	if c.GetHeader("HX-Request") == "true" && c.GetHeader("HX-History-Restore-Request") != "true" {
