@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d /tmp/gantry-test.XXXXXX)
+vet=
 cleanup() {
+  [ -n "$vet" ] && kill "$vet" 2>/dev/null
   scripts/pg.sh stop "$tmp/pg" || true
   scripts/slurm.sh stop "$tmp/slurm" || true; scripts/slurm.sh stop "$tmp/slurm2" || true
   scripts/containers.sh stop "$tmp/containers" || true; rm -rf "$tmp"
@@ -20,8 +22,10 @@ echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '_templ.go$') 2>&1 || true)
 if [ -n "$unformatted" ]; then echo "not gofmt-ed:"; echo "$unformatted"; exit 1; fi
 
-echo "== go vet"
-go vet ./...
+# vet compiles every package, which on a fresh machine takes minutes: it runs beside the
+# installs and starts below, which mostly wait on the network and the disk.
+go vet ./... >"$tmp/vet.log" 2>&1 &
+vet=$!
 
 echo "== PostgreSQL"
 GANTRY_TEST_POSTGRES_URL=$(scripts/pg.sh start "$tmp/pg")
@@ -51,9 +55,14 @@ runtimes=$(scripts/containers.sh start "$tmp/containers")
 eval "$runtimes"
 echo "podman${GANTRY_REQUIRE_DOCKER:+ and docker} run the agent's container tests"
 
+echo "== go vet"
+if ! wait "$vet"; then vet=; cat "$tmp/vet.log"; echo "go vet failed"; exit 1; fi
+vet=; cat "$tmp/vet.log"
+
 echo "== go test -race"
-# go test runs packages in the order given, two at a time on two cores: the longest
-# start first, so that the browser tests run beside the Slurm tests instead of after them.
-first=$(printf "$(go list -m)/%s\n" services/dispatch web cmd/gantry)
+# go test runs the packages in the order given, -p at a time. Most of the test binaries'
+# time is waiting (on Slurm's clocks, jobs' processes, the browser, timers): the longest
+# start first, four at a time, so that the waiting ones run beside the busy ones.
+first=$(printf "$(go list -m)/%s\n" services/dispatch web cmd/gantry services/slurm services/pools services/store services/agent)
 pkgs=$(echo "$first"; go list ./... | grep -vxF "$first")
-go test -race -count=1 -timeout 25m $pkgs "$@"
+go test -race -count=1 -p 4 -timeout 25m $pkgs "$@"
