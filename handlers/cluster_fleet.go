@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/pools"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -151,6 +152,11 @@ func (f *clusterFleet) summary(filter nodeFilter) []templates.ClusterPoolSummary
 			inUse[pid] += g.InUseMilli
 		}
 	}
+	for pid, p := range f.pools {
+		if _, ok := byPool[pid]; !ok {
+			byPool[pid] = &templates.ClusterPoolSummary{Name: p.Name, Filter: p.Name, Capacity: p.CapacityType, Empty: emptyPoolNote(p)}
+		}
+	}
 	out := make([]templates.ClusterPoolSummary, 0, len(byPool))
 	for _, pid := range slices.Sorted(maps.Keys(byPool)) {
 		s := byPool[pid]
@@ -166,6 +172,23 @@ func (f *clusterFleet) summary(filter nodeFilter) []templates.ClusterPoolSummary
 		out = append(out, *s)
 	}
 	return out
+}
+
+// emptyPoolNote says where a pool without nodes gets them: an elastic pool at zero is
+// capacity that comes when a job asks for it.
+func emptyPoolNote(p models.NodePool) string {
+	switch {
+	case p.Provider == pools.ProviderExec && p.MaxNodes > 0:
+		note := fmt.Sprintf("none now: up to %d on demand", p.MaxNodes)
+		if t, err := pools.ParseTemplate(p.Template); err == nil && t.GPUs > 0 {
+			note += fmt.Sprintf(", each %d × %s", t.GPUs, t.GPUModel)
+		}
+		return note
+	case p.Provider == pools.ProviderSlurm:
+		return "none: Gantry has seen no node in its Slurm partition"
+	default:
+		return "none yet: an agent joins it with a join token"
+	}
 }
 
 // byPool is the fleet's nodes as the page lists them: by pool (the nodes in none

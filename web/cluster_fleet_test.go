@@ -23,7 +23,11 @@ func TestClusterPageOfAFleet(t *testing.T) {
 		ctx := t.Context()
 		train := &models.NodePool{Name: "train", Provider: "static", CapacityType: models.CapacityOwned}
 		infer := &models.NodePool{Name: "infer", Provider: "static", CapacityType: models.CapacitySpot}
-		for _, p := range []*models.NodePool{train, infer} {
+		// Pools without nodes: an elastic one at zero and one no agent has joined yet.
+		burst := &models.NodePool{Name: "burst", Provider: "exec", CapacityType: models.CapacityOnDemand, MaxNodes: 4,
+			Template: `{"gpu_model": "H100-80GB", "gpus": 8, "cpu_milli": 32000, "memory_mib": 262144}`}
+		spare := &models.NodePool{Name: "spare", Provider: "static", CapacityType: models.CapacityOwned}
+		for _, p := range []*models.NodePool{train, infer, burst, spare} {
 			if err := st.CreateNodePool(ctx, p); err != nil {
 				t.Fatal(err)
 			}
@@ -83,6 +87,8 @@ func TestClusterPageOfAFleet(t *testing.T) {
 			`<tr data-pool="train"><td><a href="/cluster?pool=train">train</a> <div class="meta">owned</div></td><td>39 ready<div class="meta">1 other</div></td><td>320<div class="meta">320 × H100-80GB</div></td>`,
 			`<tr data-pool="infer"><td><a href="/cluster?pool=infer">infer</a> <div class="meta">spot</div></td><td>20 ready<div class="meta">0 other</div></td><td>80<div class="meta">80 × L4-24GB</div></td>`,
 			`<tr data-pool="-"><td><a href="/cluster?pool=-">no pool</a> </td><td>2 ready<div class="meta">0 other</div></td><td>0<div class="meta">–</div></td>`,
+			`<tr data-pool="burst"><td><a href="/cluster?pool=burst">burst</a> <div class="meta">on-demand</div></td><td>none now: up to 4 on demand, each 8 × H100-80GB</td><td>0<div class="meta">–</div></td>`,
+			`<tr data-pool="spare"><td><a href="/cluster?pool=spare">spare</a> <div class="meta">owned</div></td><td>none yet: an agent joins it with a join token</td>`,
 			`<option value="train">train</option>`, `<option value="-">in no pool</option>`,
 		} {
 			if !strings.Contains(body, want) {

@@ -196,8 +196,11 @@ func TestRealJobsSucceedAndFailWithLogsAndAccounting(t *testing.T) {
 	}
 	end := w.expect(t, ok, EventRunEnded)
 	r := end.Record
+	// slurmdbd can record a run's end state before its end time (seen on a loaded
+	// machine): End is then zero, and the run is charged until it was seen ended.
 	if !end.Final || r.State != "COMPLETED" || r.ExitCode != 0 || r.Elapsed < 2*time.Second || r.Alloc.GPUs != 1 ||
-		r.Alloc.GPUsByType["a100"] != 1 || r.Alloc.CPUs != 1 || r.Alloc.MemoryMiB != 100 || r.QOS != "research" || r.Start.IsZero() || r.End.Before(r.Start) {
+		r.Alloc.GPUsByType["a100"] != 1 || r.Alloc.CPUs != 1 || r.Alloc.MemoryMiB != 100 || r.QOS != "research" || r.Start.IsZero() ||
+		!r.End.IsZero() && r.End.Before(r.Start) {
 		t.Errorf("accounting record %+v", r)
 	}
 	stdout, stderr := b.Config().LogPaths(okJob, 1)
