@@ -17,23 +17,29 @@ import (
 )
 
 // Size of the fleet of BenchmarkFleetAtScale: more GPUs than a statement takes
-// parameters on SQLite (32,766), as a big installation has.
+// parameters on SQLite (32,766), as a big installation has, half of them busy.
 const (
 	fleetNodes       = 5_000
 	fleetGPUsPerNode = 8
 	fleetQueued      = 1_000
+	// fleetRunning jobs of two GPUs each run on the first half of the nodes, each its
+	// fleetAttempts-th attempt: the earlier ones ended, as the allocations table keeps
+	// them.
+	fleetRunning  = 10_000
+	fleetAttempts = 11
 )
 
 // BenchmarkFleetAtScale reads what a scheduling pass reads (Snapshot: on a steady
 // fleet, and after a node reported another inventory) and answers the submit form's
 // preview (Snapshot, then the production scheduler's plan with the job queued last),
-// on a fleet of 5,000 eight-GPU nodes in two pools with 1,000 jobs queued, on SQLite
-// and PostgreSQL. docs/scheduler-benchmarks.md has the figures.
+// on a fleet of 5,000 eight-GPU nodes in two pools with 10,000 jobs running (each after
+// ten attempts that ended) and 1,000 queued, on SQLite and PostgreSQL. docs/scheduler-benchmarks.md has the figures.
 func BenchmarkFleetAtScale(b *testing.B) {
 	for _, backend := range storetest.Backends() {
 		b.Run(backend.Name, func(b *testing.B) {
 			ctx := context.Background()
-			st := storetest.Open(b, backend.Config(b))
+			cfg := backend.Config(b)
+			st := storetest.Open(b, cfg)
 			sched, err := scheduler.New(scheduler.DefaultConfig())
 			if err != nil {
 				b.Fatal(err)
@@ -84,7 +90,9 @@ func BenchmarkFleetAtScale(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.Logf("seeded %d nodes, %d GPUs and %d queued jobs in %s", fleetNodes, fleetNodes*fleetGPUsPerNode, fleetQueued, time.Since(start).Round(time.Millisecond))
+			seedRunning(b, st, cfg, proj.ID, user.ID)
+			b.Logf("seeded %d nodes, %d GPUs, %d running and %d queued jobs in %s", fleetNodes, fleetNodes*fleetGPUsPerNode, fleetRunning, fleetQueued,
+				time.Since(start).Round(time.Millisecond))
 
 			b.Run("snapshot", func(b *testing.B) {
 				for b.Loop() {
@@ -92,8 +100,8 @@ func BenchmarkFleetAtScale(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if len(snap.Nodes) != fleetNodes || len(snap.Queue) != fleetQueued {
-						b.Fatalf("snapshot of %d nodes and %d queued jobs", len(snap.Nodes), len(snap.Queue))
+					if len(snap.Nodes) != fleetNodes || len(snap.Queue) != fleetQueued || len(snap.Running) != fleetRunning {
+						b.Fatalf("snapshot of %d nodes, %d running and %d queued jobs", len(snap.Nodes), len(snap.Running), len(snap.Queue))
 					}
 				}
 			})
@@ -134,4 +142,45 @@ func BenchmarkFleetAtScale(b *testing.B) {
 			})
 		})
 	}
+}
+
+// seedRunning starts fleetRunning jobs of two GPUs each, four to a node from the first,
+// after fleetAttempts-1 attempts that ended: jobs through the store, their state and
+// allocations written behind its back.
+func seedRunning(b *testing.B, st *store.Store, cfg store.Config, projectID, userID int64) {
+	b.Helper()
+	ctx := context.Background()
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodeIDs := map[string]int64{}
+	for _, n := range nodes {
+		nodeIDs[n.Name] = n.ID
+	}
+	started := time.Now().UTC().Add(-time.Hour)
+	var allocs []models.Allocation
+	for i := range fleetRunning {
+		j := &models.Job{Name: fmt.Sprintf("run-%d", i), ProjectID: projectID, UserID: userID, Command: `["true"]`,
+			PriorityClass: "research", GPUs: 2, CPUMilli: 16000, MemoryMiB: 131072}
+		if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
+			b.Fatal(err)
+		}
+		node, first := i/4, i%4*2
+		for attempt := 1; attempt <= fleetAttempts; attempt++ {
+			a := models.Allocation{JobID: j.ID, Attempt: attempt, NodeID: nodeIDs[fmt.Sprintf("gpu-%05d", node)], GPUMilli: 2000, CPUMilli: 16000,
+				MemoryMiB: 131072, State: models.AllocRunning, StartedAt: &started,
+				Devices: fmt.Sprintf(`[{"uuid":"GPU-%05d-%d","milli":1000},{"uuid":"GPU-%05d-%d","milli":1000}]`, node, first, node, first+1)}
+			if attempt < fleetAttempts {
+				a.State, a.StopReason, a.EndedAt = models.AllocEnded, "preempted", &started
+			}
+			allocs = append(allocs, a)
+		}
+	}
+	for lo := 0; lo < len(allocs); lo += 500 {
+		if err := st.CreateAllocations(ctx, allocs[lo:min(lo+500, len(allocs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	storetest.Exec(b, cfg, fmt.Sprintf("UPDATE jobs SET state = 'running', attempt = %d, started_at = submitted_at WHERE name LIKE 'run-%%'", fleetAttempts))
 }

@@ -115,7 +115,8 @@ type MIGCapacity struct {
 	Free      bool
 }
 
-// RunningAllocation is an active allocation and its job.
+// RunningAllocation is an active allocation and its job, as store.AllocatedJob reads it
+// (what it asks for and where it may run; no command or environment).
 type RunningAllocation struct {
 	Allocation models.Allocation
 	Devices    []agentapi.Device
@@ -290,23 +291,12 @@ func (s *Service) addPools(ctx context.Context, snap *Snapshot, nodes []models.N
 
 // addRunning charges the active allocations to their nodes' free capacity.
 func (s *Service) addRunning(ctx context.Context, snap *Snapshot, byID map[int64]int) error {
-	allocs, err := s.store.ActiveAllocations(ctx, 0)
+	running, err := s.store.ActiveAllocationsWithJobs(ctx)
 	if err != nil {
 		return err
 	}
-	var jobIDs []int64
-	for _, a := range allocs {
-		jobIDs = append(jobIDs, a.JobID)
-	}
-	jobs, err := s.store.JobsByIDs(ctx, jobIDs)
-	if err != nil {
-		return err
-	}
-	jobByID := make(map[int64]*models.Job, len(jobs))
-	for i := range jobs {
-		jobByID[jobs[i].ID] = &jobs[i]
-	}
-	for _, a := range allocs {
+	for _, r := range running {
+		a := r.Allocation
 		i, ok := byID[a.NodeID]
 		if !ok {
 			continue
@@ -334,7 +324,7 @@ func (s *Service) addRunning(ctx context.Context, snap *Snapshot, byID map[int64
 				}
 			}
 		}
-		snap.Running = append(snap.Running, RunningAllocation{Allocation: a, Devices: shares, Job: jobByID[a.JobID]})
+		snap.Running = append(snap.Running, RunningAllocation{Allocation: a, Devices: shares, Job: &r.Job})
 	}
 	return nil
 }

@@ -153,6 +153,8 @@ func (s *Store) ReadRow(ctx context.Context, query string, dest ...any) error {
 // JobColumns and ProjectColumns are the columns JobAndProject reads.
 var JobColumns, ProjectColumns = jobColumns, projectColumns
 
+var AllocationColumns = allocationColumns
+
 // PasswordHashReads counts the users that the store's gorm queries read with a
 // password hash, from WatchPasswordHashReads on.
 type PasswordHashReads struct{ n atomic.Int64 }

@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gantry-gpu/gantry/models"
+	"github.com/gantry-gpu/gantry/services/store"
+	"github.com/gantry-gpu/gantry/services/store/storetest"
+)
+
+// ActiveAllocationsWithJobs reads each allocation that is not ended as the getter does,
+// every field, NULLs included, with its job's placement fields and none of its texts,
+// in a transaction too.
+func TestActiveAllocationsWithJobs(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		user, project := fixture(t, s)
+		node := &models.Node{Name: "n1", State: models.NodeReady}
+		if err := s.CreateNode(ctx, node, nil); err != nil {
+			t.Fatal(err)
+		}
+		// Values differ from each other where columns share a type, so that two swapped read wrong.
+		wide := &models.Job{Name: "wide", ProjectID: project.ID, UserID: user.ID, ImageRef: "nvcr.io/nvidia/pytorch:24.07-py3",
+			Command: `["python","train.py"]`, Env: `{"SEED":"1"}`, GPUs: 2, GPUMilli: 0, GPUMemoryMiB: 40960, GPUModel: "H100-80GB|A100-80GB",
+			MIGProfile: "", CPUMilli: 8000, MemoryMiB: 65536, ScratchMiB: 1024, Replicas: 3, Kind: "gang", PriorityClass: "production",
+			Preemptible: true, Spot: true, ExpectedRunSec: 3600}
+		small := &models.Job{Name: "small", ProjectID: project.ID, UserID: user.ID, Command: `["true"]`, GPUMilli: 250,
+			MIGProfile: "1g.10gb", CPUMilli: 1000, MemoryMiB: 2048, PriorityClass: "research"}
+		for _, j := range []*models.Job{wide, small} {
+			if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		started, saved := time.Date(2026, 3, 2, 9, 0, 0, 123456000, time.UTC), time.Date(2026, 3, 2, 9, 5, 0, 0, time.UTC)
+		code := 3
+		allocs := []models.Allocation{
+			{JobID: wide.ID, Attempt: 1, Replica: 0, NodeID: node.ID, Devices: `[{"uuid":"GPU-0","milli":1000}]`, GPUMilli: 2000, CPUMilli: 8000,
+				MemoryMiB: 65536, ScratchMiB: 1024, State: models.AllocRunning, JobTokenHash: "hash", CheckpointSavedAt: &saved, StartedAt: &started},
+			{JobID: wide.ID, Attempt: 1, Replica: 1, NodeID: node.ID, State: models.AllocEnded, StopReason: "preempted", ExitCode: &code,
+				StartedAt: &started, EndedAt: &saved},
+			{JobID: small.ID, Attempt: 1, NodeID: node.ID, Devices: "[]", GPUMilli: 250, CPUMilli: 1000, MemoryMiB: 2048, State: models.AllocPending},
+		}
+		if err := s.CreateAllocations(ctx, allocs); err != nil {
+			t.Fatal(err)
+		}
+		var want []store.AllocatedJob
+		for _, a := range []models.Allocation{allocs[0], allocs[2]} {
+			got, err := s.AllocationByAttempt(ctx, a.JobID, a.Attempt, a.Replica)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := s.JobByID(ctx, a.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			placement := models.Job{ID: j.ID, Name: j.Name, ProjectID: j.ProjectID, UserID: j.UserID, ImageID: j.ImageID, ImageRef: j.ImageRef,
+				GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel, MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli,
+				MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Replicas: j.Replicas, Kind: j.Kind, PriorityClass: j.PriorityClass,
+				Preemptible: j.Preemptible, Spot: j.Spot, ExpectedRunSec: j.ExpectedRunSec, Attempt: j.Attempt, State: j.State,
+				SubmittedAt: j.SubmittedAt, StartedAt: j.StartedAt}
+			want = append(want, store.AllocatedJob{Allocation: *got, Job: placement})
+		}
+		for _, tx := range []bool{false, true} {
+			read := func(s *store.Store) error {
+				got, err := s.ActiveAllocationsWithJobs(ctx)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("in a transaction: %v: ActiveAllocationsWithJobs = %+v, %v\nwant %+v", tx, got, err, want)
+				}
+				return nil
+			}
+			if !tx {
+				_ = read(s)
+			} else if err := s.InTx(ctx, read); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := reflect.TypeFor[models.Allocation]().NumField(); n != len(store.AllocationColumns) {
+			t.Errorf("an allocation has %d fields; ActiveAllocationsWithJobs reads %d columns", n, len(store.AllocationColumns))
+		}
+	})
+}
