@@ -389,15 +389,14 @@ type amounts [3]int64
 // under their model, CPU and memory under the model of the allocation's first GPU (""
 // without GPUs), as the scheduler counts them.
 func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
-	allocs, err := s.store.ActiveAllocations(ctx, 0)
+	running, err := s.store.ActiveAllocationsWithJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	jobIDs := make([]int64, len(allocs))
 	var uuids []string
-	devices := make([][]agentapi.Device, len(allocs))
-	for i, a := range allocs {
-		jobIDs[i] = a.JobID
+	devices := make([][]agentapi.Device, len(running))
+	for i, r := range running {
+		a := r.Allocation
 		if a.Devices != "" {
 			if err := json.Unmarshal([]byte(a.Devices), &devices[i]); err != nil {
 				return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
@@ -406,10 +405,6 @@ func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
 		for _, d := range devices[i] {
 			uuids = append(uuids, d.UUID)
 		}
-	}
-	jobs, err := s.store.JobsByIDs(ctx, jobIDs)
-	if err != nil {
-		return nil, err
 	}
 	projects, err := s.store.Projects(ctx)
 	if err != nil {
@@ -423,18 +418,14 @@ func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
 	for _, p := range projects {
 		teamOfProject[p.ID] = p.TeamID
 	}
-	teamOfJob := map[int64]int64{}
-	for _, j := range jobs {
-		teamOfJob[j.ID] = teamOfProject[j.ProjectID]
-	}
 	out := map[useKey]amounts{}
 	add := func(k useKey, r int, v int64) {
 		u := out[k]
 		u[r] += v
 		out[k] = u
 	}
-	for i, a := range allocs {
-		team, model := teamOfJob[a.JobID], ""
+	for i, r := range running {
+		a, team, model := r.Allocation, teamOfProject[r.Job.ProjectID], ""
 		for k, d := range devices[i] {
 			m := specs[d.UUID].Model
 			if k == 0 {

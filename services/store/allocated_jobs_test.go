@@ -10,17 +10,19 @@ import (
 	"github.com/gantry-gpu/gantry/services/store/storetest"
 )
 
-// ActiveAllocationsWithJobs reads each allocation that is not ended as the getter does,
-// every field, NULLs included, with its job's placement fields and none of its texts,
-// in a transaction too.
-func TestActiveAllocationsWithJobs(t *testing.T) {
+// ActiveAllocations and ActiveAllocationsWithJobs read each allocation that is not
+// ended as the getter does, every field, NULLs included, the latter with its job's
+// placement fields and none of its texts, in a transaction too.
+func TestActiveAllocationsReadAsTheGetter(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		user, project := fixture(t, s)
-		node := &models.Node{Name: "n1", State: models.NodeReady}
-		if err := s.CreateNode(ctx, node, nil); err != nil {
-			t.Fatal(err)
+		node, other := &models.Node{Name: "n1", State: models.NodeReady}, &models.Node{Name: "n2", State: models.NodeReady}
+		for _, n := range []*models.Node{node, other} {
+			if err := s.CreateNode(ctx, n, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Values differ from each other where columns share a type, so that two swapped read wrong.
 		wide := &models.Job{Name: "wide", ProjectID: project.ID, UserID: user.ID, ImageRef: "nvcr.io/nvidia/pytorch:24.07-py3",
@@ -41,7 +43,7 @@ func TestActiveAllocationsWithJobs(t *testing.T) {
 				MemoryMiB: 65536, ScratchMiB: 1024, State: models.AllocRunning, JobTokenHash: "hash", CheckpointSavedAt: &saved, StartedAt: &started},
 			{JobID: wide.ID, Attempt: 1, Replica: 1, NodeID: node.ID, State: models.AllocEnded, StopReason: "preempted", ExitCode: &code,
 				StartedAt: &started, EndedAt: &saved},
-			{JobID: small.ID, Attempt: 1, NodeID: node.ID, Devices: "[]", GPUMilli: 250, CPUMilli: 1000, MemoryMiB: 2048, State: models.AllocPending},
+			{JobID: small.ID, Attempt: 1, NodeID: other.ID, Devices: "[]", GPUMilli: 250, CPUMilli: 1000, MemoryMiB: 2048, State: models.AllocPending},
 		}
 		if err := s.CreateAllocations(ctx, allocs); err != nil {
 			t.Fatal(err)
@@ -68,6 +70,12 @@ func TestActiveAllocationsWithJobs(t *testing.T) {
 				got, err := s.ActiveAllocationsWithJobs(ctx)
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("in a transaction: %v: ActiveAllocationsWithJobs = %+v, %v\nwant %+v", tx, got, err, want)
+				}
+				for nodeID, want := range map[int64][]models.Allocation{0: {want[0].Allocation, want[1].Allocation},
+					node.ID: {want[0].Allocation}, other.ID: {want[1].Allocation}} {
+					if got, err := s.ActiveAllocations(ctx, nodeID); err != nil || !reflect.DeepEqual(got, want) {
+						t.Errorf("in a transaction: %v: ActiveAllocations(%d) = %+v, %v\nwant %+v", tx, nodeID, got, err, want)
+					}
 				}
 				return nil
 			}

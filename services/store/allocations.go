@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -40,14 +42,27 @@ func (s *Store) AllocationsOfJob(ctx context.Context, jobID int64) ([]models.All
 }
 
 // ActiveAllocations returns the allocations that are not ended, on one node when
-// nodeID is non-zero, by id. They hold their node's resources.
+// nodeID is non-zero, by id. They hold their node's resources. It reads through
+// readRows: the cluster page, the quotas and the nodes console read every one, and
+// 10,000 through gorm took ~110 ms on SQLite.
 func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.Allocation, error) {
-	q := s.read(ctx).Where("state <> ?", models.AllocEnded)
+	cols := strings.Join(allocationColumns, ", ")
+	marks := []string{"$1", "$2"}
+	if s.dialect == migrations.SQLite {
+		cols, marks = "json_array("+cols+")", []string{"?", "?"} // one value a row: see signIn
+	}
+	query := "SELECT " + cols + " FROM allocations WHERE state <> " + marks[0]
+	args := []any{models.AllocEnded}
 	if nodeID != 0 {
-		q = q.Where("node_id = ?", nodeID)
+		query += " AND node_id = " + marks[1]
+		args = append(args, nodeID)
 	}
 	var out []models.Allocation
-	if err := q.Order("id").Find(&out).Error; err != nil {
+	var a models.Allocation
+	if err := s.readRows(ctx, s.rowsRead(query+" ORDER BY id", args, allocationFields(&a), func() {
+		out = append(out, a)
+		a = models.Allocation{}
+	})); err != nil {
 		return nil, fmt.Errorf("active allocations: %w", err)
 	}
 	return out, nil
