@@ -12,7 +12,8 @@ import (
 
 // The reads by a list of ids take more ids than a statement takes parameters (32,766 on
 // SQLite, 65,535 on PostgreSQL): a scheduling pass asks for every GPU of the fleet and
-// the jobs of every active allocation, a cost report for a month's jobs. They answer in
+// the jobs of every active allocation, a cost report for a month's jobs, the quotas for
+// the GPUs that every running job holds. They answer in
 // order, each row once, whatever the order and repeats of the ids.
 func TestReadsOfMoreIDsThanAStatementTakes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -86,6 +87,15 @@ func TestReadsOfMoreIDsThanAStatementTakes(t *testing.T) {
 		sl, err := s.SlicesOfDevices(ctx, many(gpus))
 		if err != nil || len(sl) != 2 || sl[0].UUID != "MIG-a" || sl[1].UUID != "MIG-b" {
 			t.Errorf("SlicesOfDevices: %+v %v", sl, err)
+		}
+		uuids := []string{"MIG-b", "GPU-0-1", "GPU-0-1"}
+		for i := range 70_000 {
+			uuids = append(uuids, fmt.Sprintf("GPU-none-%d", i))
+		}
+		specs, err := s.GPUSpecsByUUID(ctx, uuids)
+		if err != nil || len(specs) != 2 || specs["GPU-0-1"] != (store.GPUSpec{Model: "A100-80GB", MemoryMiB: 81920}) ||
+			specs["MIG-b"] != (store.GPUSpec{Model: "A100-80GB", MemoryMiB: 40192}) {
+			t.Errorf("GPUSpecsByUUID: %+v %v", specs, err)
 		}
 	})
 }

@@ -308,30 +308,30 @@ type GPUSpec struct {
 // a MIG instance has its parent GPU's model and its own memory. Unknown UUIDs are absent.
 func (s *Store) GPUSpecsByUUID(ctx context.Context, uuids []string) (map[string]GPUSpec, error) {
 	out := make(map[string]GPUSpec, len(uuids))
-	if len(uuids) == 0 {
-		return out, nil
-	}
-	var devices []models.GPUDevice
-	if err := s.read(ctx).Where("uuid IN ?", uuids).Find(&devices).Error; err != nil {
-		return nil, fmt.Errorf("GPUs by UUID: %w", err)
-	}
-	for _, d := range devices {
-		out[d.UUID] = GPUSpec{Model: d.Model, MemoryMiB: d.MemoryMiB}
-	}
-	var slices []struct {
-		UUID      string
-		Model     string
-		MemoryMiB int64 `gorm:"column:memory_mib"`
-	}
-	err := s.read(ctx).Table("gpu_slices sl").Select("sl.uuid, d.model, sl.memory_mib").
-		Joins("JOIN gpu_devices d ON d.id = sl.device_id").Where("sl.uuid IN ?", uuids).Scan(&slices).Error
-	if err != nil {
-		return nil, fmt.Errorf("MIG instances by UUID: %w", err)
-	}
-	for _, sl := range slices {
-		out[sl.UUID] = GPUSpec{Model: sl.Model, MemoryMiB: sl.MemoryMiB}
-	}
-	return out, nil
+	err := inBatches(uuids, func(batch []string) error {
+		var devices []models.GPUDevice
+		if err := s.read(ctx).Where("uuid IN ?", batch).Find(&devices).Error; err != nil {
+			return fmt.Errorf("GPUs by UUID: %w", err)
+		}
+		for _, d := range devices {
+			out[d.UUID] = GPUSpec{Model: d.Model, MemoryMiB: d.MemoryMiB}
+		}
+		var slices []struct {
+			UUID      string
+			Model     string
+			MemoryMiB int64 `gorm:"column:memory_mib"`
+		}
+		err := s.read(ctx).Table("gpu_slices sl").Select("sl.uuid, d.model, sl.memory_mib").
+			Joins("JOIN gpu_devices d ON d.id = sl.device_id").Where("sl.uuid IN ?", batch).Scan(&slices).Error
+		if err != nil {
+			return fmt.Errorf("MIG instances by UUID: %w", err)
+		}
+		for _, sl := range slices {
+			out[sl.UUID] = GPUSpec{Model: sl.Model, MemoryMiB: sl.MemoryMiB}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // DevicePeak is the most one job used of one GPU: memory, and utilisation where the
