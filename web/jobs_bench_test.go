@@ -487,6 +487,28 @@ func seedBenchRows(b *testing.B, db *sql.DB, postgres bool, users, projects []in
 			`["python","train.py"]`, i % 9, int64(4000), int64(32768), "research", state, state, 1, submitted, started, finished, submitted, submitted,
 		}
 	})
+	// Each running job holds one GPU, the k-th of them the k-th GPU of the fleet: what the
+	// pages that count what runs (cluster, quotas, nodes) read.
+	var running []int64
+	rows, err = db.Query("SELECT id FROM jobs WHERE state = 'running' ORDER BY id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		running = append(running, id)
+	}
+	if err := rows.Close(); err != nil {
+		b.Fatal(err)
+	}
+	insert("allocations", []string{"job_id", "attempt", "replica", "node_id", "devices", "gpu_milli", "cpu_milli", "memory_mib", "state",
+		"started_at", "created_at", "updated_at"}, min(len(running), len(nodeIDs)*benchGPUsPerNode), func(k int) []any {
+		return []any{running[k], 1, 0, nodeIDs[k/benchGPUsPerNode], `[{"uuid":"` + uuid(k) + `","milli":1000}]`, int64(1000), int64(4000), int64(32768),
+			models.AllocRunning, now, now, now}
+	})
 	if postgres {
 		// As autovacuum would soon after a load like this one; SQLite is left without
 		// statistics, as Gantry leaves it.
