@@ -440,21 +440,7 @@ func seedBenchRows(b *testing.B, db *sql.DB, postgres bool, users, projects []in
 	// Eight GPUs a node, each with a reading: what the cluster page draws on a real fleet.
 	// The readings are an hour ahead of the seed, so that a long run still shows them as
 	// the latest (the page shows readings of the last two minutes).
-	var nodeIDs []int64
-	rows, err := db.Query("SELECT id FROM nodes ORDER BY id")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			b.Fatal(err)
-		}
-		nodeIDs = append(nodeIDs, id)
-	}
-	if err := rows.Close(); err != nil {
-		b.Fatal(err)
-	}
+	nodeIDs := seededIDs(b, db, "SELECT id FROM nodes ORDER BY id")
 	uuid := func(i int) string { return fmt.Sprintf("GPU-bench-%04d-%d", i/benchGPUsPerNode, i%benchGPUsPerNode) }
 	insert("gpu_devices", []string{"node_id", "idx", "uuid", "model", "memory_mib", "healthy", "created_at", "updated_at"}, len(nodeIDs)*benchGPUsPerNode,
 		func(i int) []any {
@@ -489,21 +475,7 @@ func seedBenchRows(b *testing.B, db *sql.DB, postgres bool, users, projects []in
 	})
 	// Each running job holds one GPU, the k-th of them the k-th GPU of the fleet: what the
 	// pages that count what runs (cluster, quotas, nodes) read.
-	var running []int64
-	rows, err = db.Query("SELECT id FROM jobs WHERE state = 'running' ORDER BY id")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			b.Fatal(err)
-		}
-		running = append(running, id)
-	}
-	if err := rows.Close(); err != nil {
-		b.Fatal(err)
-	}
+	running := seededIDs(b, db, "SELECT id FROM jobs WHERE state = 'running' ORDER BY id")
 	insert("allocations", []string{"job_id", "attempt", "replica", "node_id", "devices", "gpu_milli", "cpu_milli", "memory_mib", "state",
 		"started_at", "created_at", "updated_at"}, min(len(running), len(nodeIDs)*benchGPUsPerNode), func(k int) []any {
 		return []any{running[k], 1, 0, nodeIDs[k/benchGPUsPerNode], `[{"uuid":"` + uuid(k) + `","milli":1000}]`, int64(1000), int64(4000), int64(32768),
@@ -516,4 +488,26 @@ func seedBenchRows(b *testing.B, db *sql.DB, postgres bool, users, projects []in
 			b.Fatal(err)
 		}
 	}
+}
+
+// seededIDs reads the ids that query selects from the seeded database.
+func seededIDs(b *testing.B, db *sql.DB, query string) []int64 {
+	b.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return ids
 }
