@@ -28,6 +28,7 @@ import (
 //
 //	go test ./web/ -run '^$' -bench BenchmarkJobPage -benchtime 2s
 func BenchmarkJobPage(b *testing.B) {
+	collectAsServed(b)
 	for _, backend := range storetest.Backends() {
 		b.Run(backend.Name, func(b *testing.B) {
 			st := storetest.Open(b, backend.Config(b))

@@ -54,6 +54,7 @@ const (
 //
 //	go test ./web/ -run '^$' -bench BenchmarkJobsList -benchtime 3s
 func BenchmarkJobsList(b *testing.B) {
+	collectAsServed(b)
 	for _, backend := range storetest.Backends() {
 		b.Run(backend.Name, func(b *testing.B) {
 			cfg := backend.Config(b)
@@ -90,6 +91,13 @@ func BenchmarkJobsList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// collectAsServed sets the garbage collector as `gantry serve` does (web.TuneGC) for
+// the benchmark's time: its server shares this process.
+func collectAsServed(b *testing.B) {
+	_, restore := web.TuneGC(os.Getenv, web.CgroupMemoryMax)
+	b.Cleanup(restore)
 }
 
 // benchWorld is a served installation with the jobs of a busy year.

@@ -12,6 +12,7 @@ import (
 // nodes), on SQLite and on PostgreSQL: what each costs on a big fleet.
 // docs/pages-benchmark.md has the figures.
 func BenchmarkPagesAtScale(b *testing.B) {
+	collectAsServed(b)
 	for _, backend := range storetest.Backends() {
 		b.Run(backend.Name, func(b *testing.B) {
 			cfg := backend.Config(b)

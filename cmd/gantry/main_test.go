@@ -305,11 +305,15 @@ func TestServeOnEveryDatabase(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			cfg := b.Config(t)
 			var env []string
+			// serve tunes the collector unless the operator did: one backend each way.
+			wantGC := `"setting":"GOGC as set, memory limit `
 			if cfg.DatabaseURL != "" {
 				// The data dir still keeps the local agent's state: not in the source tree.
-				env = []string{"GANTRY_DATABASE_URL=" + cfg.DatabaseURL, "GANTRY_DATA_DIR=" + t.TempDir()}
+				env = []string{"GANTRY_DATABASE_URL=" + cfg.DatabaseURL, "GANTRY_DATA_DIR=" + t.TempDir(), "GOGC=150", "GOMEMLIMIT=1GiB"}
+				wantGC += `none"`
 			} else {
-				env = []string{"GANTRY_DATA_DIR=" + cfg.DataDir}
+				env = []string{"GANTRY_DATA_DIR=" + cfg.DataDir, "GOGC="}
+				wantGC = `"setting":"GOGC=400, memory limit `
 			}
 			url, stop, running := serveLogged(t, env, "--log-format", "json")
 			addr := strings.TrimPrefix(url, "http://")
@@ -334,6 +338,9 @@ func TestServeOnEveryDatabase(t *testing.T) {
 			}
 			if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"request_id":"`) || !strings.Contains(logs, `"path":"/readyz"`) {
 				t.Errorf("JSON access log with request id missing: %s", logs)
+			}
+			if !strings.Contains(logs, `"msg":"garbage collector",`) || !strings.Contains(logs, wantGC) {
+				t.Errorf("no line %s on the garbage collector's setting: %s", wantGC, logs)
 			}
 			if !strings.Contains(logs, `"msg":"/metrics is public`) {
 				t.Errorf("no warning that /metrics is public without a scrape token: %s", logs)

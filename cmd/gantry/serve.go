@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,8 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 			if err := disp.check(); err != nil {
 				return err
 			}
+			gc, _ := web.TuneGC(os.Getenv, web.CgroupMemoryMax)
+			log.Info("garbage collector", slog.String("setting", gc.String()))
 			ctx := cmd.Context()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
