@@ -91,8 +91,9 @@ func NewRouter(cfg Config) http.Handler {
 	var stop directory.Stopper
 	var kick jobs.Kicker
 	var fit jobs.Fitter
+	var fleet quotas.Fleet = cfg.Store
 	if cfg.Dispatch != nil {
-		stop, kick, fit = cfg.Dispatch, cfg.Dispatch, pools.NewFitCheck(cfg.Store, cfg.Dispatch)
+		stop, kick, fit, fleet = cfg.Dispatch, cfg.Dispatch, pools.NewFitCheck(cfg.Store, cfg.Dispatch), cfg.Dispatch
 	}
 	acc, gov, err := costServices(cfg, al)
 	if err != nil {
@@ -112,7 +113,7 @@ func NewRouter(cfg Config) http.Handler {
 		Feedback:      feedback.New(cfg.Store, al, gov, now),
 		Directory:     directory.New(cfg.Store, al, az, stop, now),
 		Telemetry:     cfg.Telemetry,
-		Quotas:        quotas.New(cfg.Store, al),
+		Quotas:        quotas.New(cfg.Store, al, fleet),
 		Classes:       classes.New(cfg.Store, al),
 		Accounting:    acc,
 		Governance:    gov,

@@ -65,7 +65,7 @@ func world(t *testing.T, st *store.Store) *quotas.Service {
 		Devices: `[{"uuid":"GPU-a","milli":1000},{"uuid":"GPU-b","milli":1000},{"uuid":"GPU-c","milli":1000}]`}}); err != nil {
 		t.Fatal(err)
 	}
-	return quotas.New(st, audit.New(st, time.Now))
+	return quotas.New(st, audit.New(st, time.Now), st)
 }
 
 func TestQuotaInputIsChecked(t *testing.T) {

@@ -20,11 +20,20 @@ import (
 type Service struct {
 	store *store.Store
 	audit *audit.Log
+	fleet Fleet
 }
 
-// New returns the quota service over st, auditing changes to log.
-func New(st *store.Store, log *audit.Log) *Service {
-	return &Service{store: st, audit: log}
+// Fleet gives every GPU of the fleet, whose models a team's use
+// is counted under: dispatch.Service keeps them between scheduling passes, the store
+// reads them each time.
+type Fleet interface {
+	FleetGPUs(ctx context.Context) ([]store.FleetGPU, error)
+}
+
+// New returns the quota service over st, auditing changes to log, reading the GPUs'
+// models from fleet.
+func New(st *store.Store, log *audit.Log, fleet Fleet) *Service {
+	return &Service{store: st, audit: log, fleet: fleet}
 }
 
 // Input is a quota as an admin sets it: GPUs in milli-GPU, CPU in milli-cores, memory in
@@ -389,34 +398,13 @@ type amounts [3]int64
 // under their model, CPU and memory under the model of the allocation's first GPU (""
 // without GPUs), as the scheduler counts them.
 func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
-	running, err := s.store.ActiveAllocationsWithJobs(ctx)
+	held, err := s.store.ActiveAllocationUses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var uuids []string
-	devices := make([][]agentapi.Device, len(running))
-	for i, r := range running {
-		a := r.Allocation
-		if a.Devices != "" {
-			if err := json.Unmarshal([]byte(a.Devices), &devices[i]); err != nil {
-				return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
-			}
-		}
-		for _, d := range devices[i] {
-			uuids = append(uuids, d.UUID)
-		}
-	}
-	projects, err := s.store.Projects(ctx)
+	modelOf, err := s.models(ctx)
 	if err != nil {
 		return nil, err
-	}
-	specs, err := s.store.GPUSpecsByUUID(ctx, uuids)
-	if err != nil {
-		return nil, err
-	}
-	teamOfProject := map[int64]int64{}
-	for _, p := range projects {
-		teamOfProject[p.ID] = p.TeamID
 	}
 	out := map[useKey]amounts{}
 	add := func(k useKey, r int, v int64) {
@@ -424,17 +412,38 @@ func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
 		u[r] += v
 		out[k] = u
 	}
-	for i, r := range running {
-		a, team, model := r.Allocation, teamOfProject[r.Job.ProjectID], ""
-		for k, d := range devices[i] {
-			m := specs[d.UUID].Model
+	var devices []agentapi.Device
+	for _, h := range held {
+		devices = devices[:0]
+		if h.Devices != "" {
+			if err := json.Unmarshal([]byte(h.Devices), &devices); err != nil {
+				return nil, fmt.Errorf("devices of an allocation of team %d: %w", h.TeamID, err)
+			}
+		}
+		model := ""
+		for k, d := range devices {
+			m := modelOf[d.UUID]
 			if k == 0 {
 				model = m
 			}
-			add(useKey{team, m}, 0, d.Milli)
+			add(useKey{h.TeamID, m}, 0, d.Milli)
 		}
-		add(useKey{team, model}, 1, a.CPUMilli)
-		add(useKey{team, model}, 2, a.MemoryMiB)
+		add(useKey{h.TeamID, model}, 1, h.CPUMilli)
+		add(useKey{h.TeamID, model}, 2, h.MemoryMiB)
+	}
+	return out, nil
+}
+
+// models is the model of every GPU of the fleet, by UUID: an allocation names the GPU
+// of a MIG instance it holds (agentapi.Device.UUID), not the instance.
+func (s *Service) models(ctx context.Context) (map[string]string, error) {
+	gpus, err := s.fleet.FleetGPUs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(gpus))
+	for _, g := range gpus {
+		out[g.UUID] = g.Model
 	}
 	return out, nil
 }

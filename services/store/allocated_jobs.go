@@ -63,3 +63,32 @@ func (s *Store) ActiveAllocationsWithJobs(ctx context.Context) ([]AllocatedJob, 
 	}
 	return out, nil
 }
+
+// AllocationUse is what an active allocation holds, and the team of its job's project:
+// what a team's quota counts.
+type AllocationUse struct {
+	TeamID    int64
+	Devices   string // as models.Allocation.Devices
+	CPUMilli  int64
+	MemoryMiB int64
+}
+
+// ActiveAllocationUses returns what every allocation that is not ended holds, with its
+// team, in one statement through readRows: the home and cluster pages count each team's
+// quota use from it on every view, and the allocations with whole placement rows were
+// ~70 ms of such a page on SQLite with 7,700 running.
+func (s *Store) ActiveAllocationUses(ctx context.Context) ([]AllocationUse, error) {
+	cols, param := "p.team_id, a.devices, a.cpu_milli, a.memory_mib", "$1"
+	if s.dialect == migrations.SQLite {
+		cols, param = "json_array("+cols+")", "?" // one value a row: see signIn
+	}
+	query := "SELECT " + cols + " FROM allocations a JOIN jobs j ON j.id = a.job_id JOIN projects p ON p.id = j.project_id WHERE a.state <> " + param
+	var out []AllocationUse
+	var u AllocationUse
+	if err := s.readRows(ctx, s.rowsRead(query, []any{models.AllocEnded}, []any{&u.TeamID, &u.Devices, &u.CPUMilli, &u.MemoryMiB}, func() {
+		out = append(out, u)
+	})); err != nil {
+		return nil, fmt.Errorf("what active allocations hold: %w", err)
+	}
+	return out, nil
+}

@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"cmp"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +89,60 @@ func TestActiveAllocationsReadAsTheGetter(t *testing.T) {
 		}
 		if n := reflect.TypeFor[models.Allocation]().NumField(); n != len(store.AllocationColumns) {
 			t.Errorf("an allocation has %d fields; ActiveAllocationsWithJobs reads %d columns", n, len(store.AllocationColumns))
+		}
+	})
+}
+
+// ActiveAllocationUses reads what each allocation that is not ended holds, with the team
+// of its job's project, in a transaction too.
+func TestActiveAllocationUsesNameEachTeam(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		user, vision := fixture(t, s)
+		team := &models.Team{Name: "speech"}
+		if err := s.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+		speech := &models.Project{TeamID: team.ID, Name: "asr"}
+		if err := s.CreateProject(ctx, speech); err != nil {
+			t.Fatal(err)
+		}
+		node := &models.Node{Name: "n1", State: models.NodeReady}
+		if err := s.CreateNode(ctx, node, nil); err != nil {
+			t.Fatal(err)
+		}
+		var jobs []*models.Job
+		for _, p := range []*models.Project{vision, speech, speech} {
+			j := &models.Job{Name: "j", ProjectID: p.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research"}
+			if err := s.CreateJob(ctx, j, "user:ada"); err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, j)
+		}
+		// Each figure differs from the others, so that two columns swapped read wrong.
+		if err := s.CreateAllocations(ctx, []models.Allocation{
+			{JobID: jobs[0].ID, Attempt: 1, NodeID: node.ID, Devices: `[{"uuid":"GPU-0","milli":1000}]`, CPUMilli: 8000, MemoryMiB: 65536, State: models.AllocRunning},
+			{JobID: jobs[1].ID, Attempt: 1, NodeID: node.ID, Devices: `[{"uuid":"GPU-1","milli":250}]`, CPUMilli: 1000, MemoryMiB: 2048, State: models.AllocPending},
+			{JobID: jobs[2].ID, Attempt: 1, NodeID: node.ID, Devices: `[{"uuid":"GPU-2","milli":1000}]`, CPUMilli: 3000, MemoryMiB: 4096, State: models.AllocEnded},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := []store.AllocationUse{
+			{TeamID: vision.TeamID, Devices: `[{"uuid":"GPU-0","milli":1000}]`, CPUMilli: 8000, MemoryMiB: 65536},
+			{TeamID: team.ID, Devices: `[{"uuid":"GPU-1","milli":250}]`, CPUMilli: 1000, MemoryMiB: 2048},
+		}
+		read := func(s *store.Store) error {
+			got, err := s.ActiveAllocationUses(ctx)
+			slices.SortFunc(got, func(a, b store.AllocationUse) int { return cmp.Compare(b.CPUMilli, a.CPUMilli) })
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("ActiveAllocationUses = %+v, %v\nwant %+v", got, err, want)
+			}
+			return nil
+		}
+		_ = read(s)
+		if err := s.InTx(ctx, read); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
