@@ -20,18 +20,19 @@ type gpuUse struct {
 	mig    map[string]bool // MIG instances held, by UUID
 }
 
-// activeGPUUse reads every active allocation.
+// activeGPUUse reads what every active allocation holds.
 func (h *Handler) activeGPUUse(ctx context.Context) (gpuUse, error) {
 	u := gpuUse{device: map[string]int64{}, jobs: map[string][]int64{}, mig: map[string]bool{}}
-	allocs, err := h.store.ActiveAllocations(ctx, 0)
+	held, err := h.store.ActiveAllocationDevices(ctx)
 	if err != nil {
 		return u, err
 	}
-	for _, a := range allocs {
-		var devs []agentapi.Device
+	var devs []agentapi.Device
+	for _, a := range held {
+		devs = devs[:0]
 		if a.Devices != "" {
 			if err := json.Unmarshal([]byte(a.Devices), &devs); err != nil {
-				return u, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
+				return u, fmt.Errorf("devices of an allocation of job %d: %w", a.JobID, err)
 			}
 		}
 		for _, d := range devs {

@@ -75,7 +75,7 @@ type nodeFleet struct {
 }
 
 func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node, pools []models.NodePool) (*nodeFleet, error) {
-	f := &nodeFleet{devices: map[int64][]models.GPUDevice{}, slices: map[int64][]models.GPUSlice{}, pools: map[int64]string{}, running: map[int64]int{}}
+	f := &nodeFleet{devices: map[int64][]models.GPUDevice{}, slices: map[int64][]models.GPUSlice{}, pools: map[int64]string{}}
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.ID
@@ -99,12 +99,8 @@ func (h *Handler) nodeFleet(ctx context.Context, nodes []models.Node, pools []mo
 	for _, p := range pools {
 		f.pools[p.ID] = p.Name
 	}
-	allocs, err := h.store.ActiveAllocations(ctx, 0)
-	if err != nil {
+	if f.running, err = h.store.ActiveAllocationCounts(ctx); err != nil {
 		return nil, err
-	}
-	for _, a := range allocs {
-		f.running[a.NodeID]++
 	}
 	return f, nil
 }

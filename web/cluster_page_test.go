@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,17 @@ func TestClusterPage(t *testing.T) {
 				t.Errorf("cluster page lacks %q", want)
 			}
 		}
+		// The GPU held names its job.
+		jobID := strconv.FormatInt(leases.Allocations[0].JobID, 10)
+		if !strings.Contains(body, `href="/jobs/`+jobID+`">#`+jobID+`</a>`) {
+			t.Errorf("cluster page does not link job %s from the GPU it holds", jobID)
+		}
 		if t.Failed() {
 			t.Logf("page: %s", body[strings.Index(body, "<main"):])
+		}
+		// The console counts what each node runs.
+		if _, nodes := s.send(s.signIn("admin", s.password), "GET", "/admin/nodes", "", nil); strings.Count(nodes, ">1 running</div>") != 1 {
+			t.Errorf("the nodes console does not say that gpu-a runs 1 job")
 		}
 		// htmx's refresh gets the live part alone: capacity and readings, not the queue
 		// or the quotas, nor the layout around them.

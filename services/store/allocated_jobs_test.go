@@ -14,7 +14,8 @@ import (
 
 // ActiveAllocations and ActiveAllocationsWithJobs read each allocation that is not
 // ended as the getter does, every field, NULLs included, the latter with its job's
-// placement fields and none of its texts, in a transaction too.
+// placement fields and none of its texts, in a transaction too; ActiveAllocationDevices
+// reads their GPUs and jobs, ActiveAllocationCounts counts them by node.
 func TestActiveAllocationsReadAsTheGetter(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -73,11 +74,19 @@ func TestActiveAllocationsReadAsTheGetter(t *testing.T) {
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("in a transaction: %v: ActiveAllocationsWithJobs = %+v, %v\nwant %+v", tx, got, err, want)
 				}
-				for nodeID, want := range map[int64][]models.Allocation{0: {want[0].Allocation, want[1].Allocation},
-					node.ID: {want[0].Allocation}, other.ID: {want[1].Allocation}} {
+				for nodeID, want := range map[int64][]models.Allocation{node.ID: {want[0].Allocation}, other.ID: {want[1].Allocation}} {
 					if got, err := s.ActiveAllocations(ctx, nodeID); err != nil || !reflect.DeepEqual(got, want) {
 						t.Errorf("in a transaction: %v: ActiveAllocations(%d) = %+v, %v\nwant %+v", tx, nodeID, got, err, want)
 					}
+				}
+				devices, err := s.ActiveAllocationDevices(ctx)
+				slices.SortFunc(devices, func(a, b store.AllocationDevices) int { return cmp.Compare(a.JobID, b.JobID) })
+				wantDevices := []store.AllocationDevices{{JobID: wide.ID, Devices: allocs[0].Devices}, {JobID: small.ID, Devices: "[]"}}
+				if err != nil || !reflect.DeepEqual(devices, wantDevices) {
+					t.Errorf("in a transaction: %v: ActiveAllocationDevices = %+v, %v; want %+v", tx, devices, err, wantDevices)
+				}
+				if got, err := s.ActiveAllocationCounts(ctx); err != nil || !reflect.DeepEqual(got, map[int64]int{node.ID: 1, other.ID: 1}) {
+					t.Errorf("in a transaction: %v: ActiveAllocationCounts = %v, %v", tx, got, err)
 				}
 				return nil
 			}

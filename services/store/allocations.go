@@ -41,29 +41,62 @@ func (s *Store) AllocationsOfJob(ctx context.Context, jobID int64) ([]models.All
 	return out, nil
 }
 
-// ActiveAllocations returns the allocations that are not ended, on one node when
-// nodeID is non-zero, by id. They hold their node's resources. It reads through
-// readRows: the cluster page, the quotas and the nodes console read every one, and
-// 10,000 through gorm took ~110 ms on SQLite.
+// ActiveAllocations returns the allocations on the node that are not ended, by id: they
+// hold its resources. It reads through readRows, as every lease poll and heartbeat of
+// the node does.
 func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.Allocation, error) {
-	cols := strings.Join(allocationColumns, ", ")
-	marks := []string{"$1", "$2"}
+	cols, marks := strings.Join(allocationColumns, ", "), []string{"$1", "$2"}
 	if s.dialect == migrations.SQLite {
 		cols, marks = "json_array("+cols+")", []string{"?", "?"} // one value a row: see signIn
 	}
-	query := "SELECT " + cols + " FROM allocations WHERE state <> " + marks[0]
-	args := []any{models.AllocEnded}
-	if nodeID != 0 {
-		query += " AND node_id = " + marks[1]
-		args = append(args, nodeID)
-	}
+	query := "SELECT " + cols + " FROM allocations WHERE state <> " + marks[0] + " AND node_id = " + marks[1] + " ORDER BY id"
 	var out []models.Allocation
 	var a models.Allocation
-	if err := s.readRows(ctx, s.rowsRead(query+" ORDER BY id", args, allocationFields(&a), func() {
+	if err := s.readRows(ctx, s.rowsRead(query, []any{models.AllocEnded, nodeID}, allocationFields(&a), func() {
 		out = append(out, a)
 		a = models.Allocation{}
 	})); err != nil {
-		return nil, fmt.Errorf("active allocations: %w", err)
+		return nil, fmt.Errorf("active allocations of node %d: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// ActiveAllocationCounts returns how many allocations that are not ended each node holds,
+// by node id (nodes without any are missing): what the nodes console shows of them.
+func (s *Store) ActiveAllocationCounts(ctx context.Context) (map[int64]int, error) {
+	cols, param := "node_id, COUNT(*)", "$1"
+	if s.dialect == migrations.SQLite {
+		cols, param = "json_array(node_id, COUNT(*))", "?" // one value a row: see signIn
+	}
+	out := map[int64]int{}
+	var node int64
+	var n int
+	if err := s.readRows(ctx, s.rowsRead("SELECT "+cols+" FROM allocations WHERE state <> "+param+" GROUP BY node_id",
+		[]any{models.AllocEnded}, []any{&node, &n}, func() { out[node] = n })); err != nil {
+		return nil, fmt.Errorf("active allocations by node: %w", err)
+	}
+	return out, nil
+}
+
+// AllocationDevices is the GPUs an active allocation holds, and its job.
+type AllocationDevices struct {
+	JobID   int64
+	Devices string // as models.Allocation.Devices
+}
+
+// ActiveAllocationDevices returns the GPUs that every allocation that is not ended
+// holds, with its job: what the cluster page shows of each GPU, on every view and every
+// refresh (the allocations' every column were ~40 ms of it on SQLite with 7,700 running).
+func (s *Store) ActiveAllocationDevices(ctx context.Context) ([]AllocationDevices, error) {
+	cols, param := "job_id, devices", "$1"
+	if s.dialect == migrations.SQLite {
+		cols, param = "json_array(job_id, devices)", "?" // one value a row: see signIn
+	}
+	var out []AllocationDevices
+	var a AllocationDevices
+	if err := s.readRows(ctx, s.rowsRead("SELECT "+cols+" FROM allocations WHERE state <> "+param, []any{models.AllocEnded},
+		[]any{&a.JobID, &a.Devices}, func() { out = append(out, a) })); err != nil {
+		return nil, fmt.Errorf("the GPUs of active allocations: %w", err)
 	}
 	return out, nil
 }

@@ -199,8 +199,8 @@ func TestAllocationsLogsAndAttempts(t *testing.T) {
 		if err != nil || len(active) != 1 || active[0].Replica != 1 {
 			t.Fatalf("active allocations = %+v, %v", active, err)
 		}
-		if all, _ := s.ActiveAllocations(ctx, 0); len(all) != 1 {
-			t.Fatalf("active allocations of all nodes = %+v", all)
+		if all, _ := s.ActiveAllocationCounts(ctx); len(all) != 1 || all[n.ID] != 1 {
+			t.Fatalf("active allocations by node = %v", all)
 		}
 		retries := 1
 		err = s.TransitionJob(ctx, j.ID, store.Transition{From: models.JobScheduled, To: models.JobFailed, Retries: &retries, ExitCode: &code})
