@@ -45,7 +45,6 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			gc, _ := web.TuneGC(os.Getenv, web.CgroupMemoryMax)
-			log.Info("garbage collector", slog.String("setting", gc.String()))
 			ctx := cmd.Context()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -64,6 +63,8 @@ GPUs when NVML finds a driver, else on simulated ones, so jobs run out of the bo
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Gantry %s is serving at http://%s/ (database: %s)\n%s", version, ln.Addr(), st.Dialect(), firstStart.String())
+			// Logged once serving, so that a start refused for bad input says only why.
+			log.Info("garbage collector", slog.String("setting", gc.String()))
 			dctx, stopDispatch := context.WithCancel(ctx)
 			plane, err := disp.startDispatch(dctx, st, log, db.dataDir, ln.Addr(), &cost, auth.publicURL)
 			if err != nil {
