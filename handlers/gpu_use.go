@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,13 +26,10 @@ func (h *Handler) activeGPUUse(ctx context.Context) (gpuUse, error) {
 	if err != nil {
 		return u, err
 	}
-	var devs []agentapi.Device
 	for _, a := range held {
-		devs = devs[:0]
-		if a.Devices != "" {
-			if err := json.Unmarshal([]byte(a.Devices), &devs); err != nil {
-				return u, fmt.Errorf("devices of an allocation of job %d: %w", a.JobID, err)
-			}
+		devs, err := agentapi.ParseDevices(a.Devices)
+		if err != nil {
+			return u, fmt.Errorf("devices of an allocation of job %d: %w", a.JobID, err)
 		}
 		for _, d := range devs {
 			milli := d.Milli

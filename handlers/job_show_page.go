@@ -306,11 +306,9 @@ func (h *Handler) allocationRows(ctx context.Context, jobID int64) ([]templates.
 			}
 		}
 		row := templates.AllocationRow{Attempt: a.Attempt, Replica: a.Replica, Node: n.Name, Simulated: n.Simulated, State: a.State, StopReason: a.StopReason}
-		var devs []agentapi.Device
-		if a.Devices != "" {
-			if err := json.Unmarshal([]byte(a.Devices), &devs); err != nil {
-				return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
-			}
+		devs, err := agentapi.ParseDevices(a.Devices)
+		if err != nil {
+			return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
 		}
 		for _, dv := range devs {
 			g := gpus[dv.UUID]

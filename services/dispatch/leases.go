@@ -141,10 +141,9 @@ func lease(a models.Allocation, j *models.Job, grace time.Duration) (agentapi.Le
 			return l, fmt.Errorf("env of job %d: %w", j.ID, err)
 		}
 	}
-	if a.Devices != "" {
-		if err := json.Unmarshal([]byte(a.Devices), &l.Devices); err != nil {
-			return l, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
-		}
+	var err error
+	if l.Devices, err = devicesOf(a); err != nil {
+		return l, err
 	}
 	if a.State == models.AllocStopping {
 		l.Stop = &agentapi.Stop{Reason: a.StopReason, Message: stopMessage(a.StopReason), CheckpointSaved: a.CheckpointSavedAt != nil}

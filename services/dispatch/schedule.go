@@ -373,11 +373,8 @@ func (s *Service) addQuotas(ctx context.Context, snap *Snapshot, teams map[int64
 }
 
 func devicesOf(a models.Allocation) ([]agentapi.Device, error) {
-	var out []agentapi.Device
-	if a.Devices == "" {
-		return nil, nil
-	}
-	if err := json.Unmarshal([]byte(a.Devices), &out); err != nil {
+	out, err := agentapi.ParseDevices(a.Devices)
+	if err != nil {
 		return nil, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
 	}
 	return out, nil

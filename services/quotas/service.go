@@ -2,7 +2,6 @@ package quotas
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -412,13 +411,10 @@ func (s *Service) use(ctx context.Context) (map[useKey]amounts, error) {
 		u[r] += v
 		out[k] = u
 	}
-	var devices []agentapi.Device
 	for _, h := range held {
-		devices = devices[:0]
-		if h.Devices != "" {
-			if err := json.Unmarshal([]byte(h.Devices), &devices); err != nil {
-				return nil, fmt.Errorf("devices of an allocation of team %d: %w", h.TeamID, err)
-			}
+		devices, err := agentapi.ParseDevices(h.Devices)
+		if err != nil {
+			return nil, fmt.Errorf("devices of an allocation of team %d: %w", h.TeamID, err)
 		}
 		model := ""
 		for k, d := range devices {
