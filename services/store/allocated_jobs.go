@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -46,16 +44,10 @@ type AllocatedJob struct {
 // them every second, and 10,000 through gorm, with their whole jobs, took ~380 ms on
 // SQLite.
 func (s *Store) ActiveAllocationsWithJobs(ctx context.Context) ([]AllocatedJob, error) {
-	cols := strings.Join(append(qualified("a.", allocationColumns), qualified("j.", jobPlacementColumns)...), ", ")
-	param := "$1"
-	if s.dialect == migrations.SQLite {
-		cols, param = "json_array("+cols+")", "?" // one value a row: see signIn
-	}
-	query := "SELECT " + cols + " FROM allocations a JOIN jobs j ON j.id = a.job_id WHERE a.state <> " + param + " ORDER BY a.id"
 	var out []AllocatedJob
 	var row AllocatedJob
 	dest := append(allocationFields(&row.Allocation), jobPlacementFields(&row.Job)...)
-	if err := s.readRows(ctx, s.rowsRead(query, []any{models.AllocEnded}, dest, func() {
+	if err := s.readRows(ctx, s.rowsRead(s.activeAllocationsWithJobsSQL(), nil, dest, func() {
 		out = append(out, row)
 		row = AllocatedJob{}
 	})); err != nil {
@@ -78,14 +70,9 @@ type AllocationUse struct {
 // quota use from it on every view, and the allocations with whole placement rows were
 // ~70 ms of such a page on SQLite with 7,700 running.
 func (s *Store) ActiveAllocationUses(ctx context.Context) ([]AllocationUse, error) {
-	cols, param := "p.team_id, a.devices, a.cpu_milli, a.memory_mib", "$1"
-	if s.dialect == migrations.SQLite {
-		cols, param = "json_array("+cols+")", "?" // one value a row: see signIn
-	}
-	query := "SELECT " + cols + " FROM allocations a JOIN jobs j ON j.id = a.job_id JOIN projects p ON p.id = j.project_id WHERE a.state <> " + param
 	var out []AllocationUse
 	var u AllocationUse
-	if err := s.readRows(ctx, s.rowsRead(query, []any{models.AllocEnded}, []any{&u.TeamID, &u.Devices, &u.CPUMilli, &u.MemoryMiB}, func() {
+	if err := s.readRows(ctx, s.rowsRead(s.activeAllocationUsesSQL(), nil, []any{&u.TeamID, &u.Devices, &u.CPUMilli, &u.MemoryMiB}, func() {
 		out = append(out, u)
 	})); err != nil {
 		return nil, fmt.Errorf("what active allocations hold: %w", err)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +153,40 @@ func TestActiveAllocationUsesNameEachTeam(t *testing.T) {
 		_ = read(s)
 		if err := s.InTx(ctx, read); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// The reads of allocations that are not ended go through index allocations_active (or,
+// for a node's, an index by node), never through every allocation ever made: ended ones
+// outnumber them more every day.
+func TestActiveAllocationReadsUseTheirIndex(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		plans, err := s.ActiveAllocationPlans(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plans) != 5 {
+			t.Fatalf("plans of %d reads, want 5", len(plans))
+		}
+		for name, plan := range plans {
+			read := 0
+			for _, line := range plan {
+				// SQLite: "SCAN a USING INDEX …", PostgreSQL: "Index Scan using … on allocations a".
+				f := strings.Fields(strings.TrimLeft(line, " ->"))
+				sqlite := len(f) > 1 && (f[0] == "SCAN" || f[0] == "SEARCH") && (f[1] == "allocations" || f[1] == "a")
+				if !sqlite && !strings.Contains(line, " on allocations") {
+					continue
+				}
+				read++
+				if !strings.Contains(line, "allocations_active") {
+					t.Errorf("%s reads allocations not through allocations_active: %q\n%s", name, line, strings.Join(plan, "\n"))
+				}
+			}
+			if read != 1 {
+				t.Errorf("%s: %d steps read allocations, want 1:\n%s", name, read, strings.Join(plan, "\n"))
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,18 +42,59 @@ func (s *Store) AllocationsOfJob(ctx context.Context, jobID int64) ([]models.All
 	return out, nil
 }
 
+// The reads of allocations that are not ended say so as `state <> 'ended'`, written out:
+// a query that says it so is read through index allocations_active (migration 0041), one
+// that takes the state as a parameter scans every allocation ever made. On SQLite each
+// row is one json_array() value (see signIn). TestActiveAllocationReadsUseTheirIndex
+// reads their plans.
+
+func (s *Store) activeAllocationsSQL() string {
+	return s.selectRows(strings.Join(allocationColumns, ", "), "allocations WHERE state "+notEnded+" AND node_id = "+s.param(1)+" ORDER BY id")
+}
+
+func (s *Store) activeAllocationCountsSQL() string {
+	return s.selectRows("node_id, COUNT(*)", "allocations WHERE state "+notEnded+" GROUP BY node_id")
+}
+
+func (s *Store) activeAllocationDevicesSQL() string {
+	return s.selectRows("job_id, devices", "allocations WHERE state "+notEnded)
+}
+
+func (s *Store) activeAllocationsWithJobsSQL() string {
+	cols := strings.Join(append(qualified("a.", allocationColumns), qualified("j.", jobPlacementColumns)...), ", ")
+	return s.selectRows(cols, "allocations a JOIN jobs j ON j.id = a.job_id WHERE a.state "+notEnded+" ORDER BY a.id")
+}
+
+func (s *Store) activeAllocationUsesSQL() string {
+	return s.selectRows("p.team_id, a.devices, a.cpu_milli, a.memory_mib",
+		"allocations a JOIN jobs j ON j.id = a.job_id JOIN projects p ON p.id = j.project_id WHERE a.state "+notEnded)
+}
+
+const notEnded = "<> '" + models.AllocEnded + "'"
+
+// selectRows is SELECT cols FROM rest, the columns as one json_array() value on SQLite.
+func (s *Store) selectRows(cols, rest string) string {
+	if s.dialect == migrations.SQLite {
+		cols = "json_array(" + cols + ")"
+	}
+	return "SELECT " + cols + " FROM " + rest
+}
+
+// param is the nth parameter's mark in this store's dialect.
+func (s *Store) param(n int) string {
+	if s.dialect == migrations.SQLite {
+		return "?"
+	}
+	return "$" + strconv.Itoa(n)
+}
+
 // ActiveAllocations returns the allocations on the node that are not ended, by id: they
 // hold its resources. It reads through readRows, as every lease poll and heartbeat of
 // the node does.
 func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.Allocation, error) {
-	cols, marks := strings.Join(allocationColumns, ", "), []string{"$1", "$2"}
-	if s.dialect == migrations.SQLite {
-		cols, marks = "json_array("+cols+")", []string{"?", "?"} // one value a row: see signIn
-	}
-	query := "SELECT " + cols + " FROM allocations WHERE state <> " + marks[0] + " AND node_id = " + marks[1] + " ORDER BY id"
 	var out []models.Allocation
 	var a models.Allocation
-	if err := s.readRows(ctx, s.rowsRead(query, []any{models.AllocEnded, nodeID}, allocationFields(&a), func() {
+	if err := s.readRows(ctx, s.rowsRead(s.activeAllocationsSQL(), []any{nodeID}, allocationFields(&a), func() {
 		out = append(out, a)
 		a = models.Allocation{}
 	})); err != nil {
@@ -64,15 +106,10 @@ func (s *Store) ActiveAllocations(ctx context.Context, nodeID int64) ([]models.A
 // ActiveAllocationCounts returns how many allocations that are not ended each node holds,
 // by node id (nodes without any are missing): what the nodes console shows of them.
 func (s *Store) ActiveAllocationCounts(ctx context.Context) (map[int64]int, error) {
-	cols, param := "node_id, COUNT(*)", "$1"
-	if s.dialect == migrations.SQLite {
-		cols, param = "json_array(node_id, COUNT(*))", "?" // one value a row: see signIn
-	}
 	out := map[int64]int{}
 	var node int64
 	var n int
-	if err := s.readRows(ctx, s.rowsRead("SELECT "+cols+" FROM allocations WHERE state <> "+param+" GROUP BY node_id",
-		[]any{models.AllocEnded}, []any{&node, &n}, func() { out[node] = n })); err != nil {
+	if err := s.readRows(ctx, s.rowsRead(s.activeAllocationCountsSQL(), nil, []any{&node, &n}, func() { out[node] = n })); err != nil {
 		return nil, fmt.Errorf("active allocations by node: %w", err)
 	}
 	return out, nil
@@ -88,13 +125,9 @@ type AllocationDevices struct {
 // holds, with its job: what the cluster page shows of each GPU, on every view and every
 // refresh (the allocations' every column were ~40 ms of it on SQLite with 7,700 running).
 func (s *Store) ActiveAllocationDevices(ctx context.Context) ([]AllocationDevices, error) {
-	cols, param := "job_id, devices", "$1"
-	if s.dialect == migrations.SQLite {
-		cols, param = "json_array(job_id, devices)", "?" // one value a row: see signIn
-	}
 	var out []AllocationDevices
 	var a AllocationDevices
-	if err := s.readRows(ctx, s.rowsRead("SELECT "+cols+" FROM allocations WHERE state <> "+param, []any{models.AllocEnded},
+	if err := s.readRows(ctx, s.rowsRead(s.activeAllocationDevicesSQL(), nil,
 		[]any{&a.JobID, &a.Devices}, func() { out = append(out, a) })); err != nil {
 		return nil, fmt.Errorf("the GPUs of active allocations: %w", err)
 	}

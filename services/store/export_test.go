@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -45,38 +46,69 @@ func (s *Store) JobsPlan(ctx context.Context, f JobFilter) ([]string, error) {
 			return err
 		}
 		stmt := dry.Find(&[]ListedJob{}).Statement
-		explain := "EXPLAIN QUERY PLAN "
-		if tx.dialect == migrations.Postgres {
-			explain = "EXPLAIN "
-			for _, set := range []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"} {
-				if err := tx.db.Exec("SET LOCAL " + set + " = off").Error; err != nil {
-					return err
-				}
-			}
-		}
-		rows, err := tx.db.Raw(explain+stmt.SQL.String(), stmt.Vars...).Rows()
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		cols, err := rows.Columns()
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
-		}
-		return rows.Err()
+		lines, err = tx.plan(stmt.SQL.String(), stmt.Vars...)
+		return err
 	})
 	return lines, err
+}
+
+// plan is the database's plan of query, one line per step, in a transaction: on
+// PostgreSQL with sequential scans, bitmap scans and sorts discouraged, as JobsPlan says.
+func (tx *Store) plan(query string, vars ...any) ([]string, error) {
+	explain := "EXPLAIN QUERY PLAN "
+	if tx.dialect == migrations.Postgres {
+		explain = "EXPLAIN "
+		for _, set := range []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"} {
+			if err := tx.db.Exec("SET LOCAL " + set + " = off").Error; err != nil {
+				return nil, err
+			}
+		}
+	}
+	rows, err := tx.db.Raw(explain+query, vars...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+	}
+	return lines, rows.Err()
+}
+
+// ActiveAllocationPlans returns the plans of the reads of allocations that are not
+// ended, by the name of their getter; a node's read is planned for node 1.
+func (s *Store) ActiveAllocationPlans(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := s.InTx(ctx, func(tx *Store) error {
+		for name, query := range map[string]string{
+			"ActiveAllocations":         strings.Replace(tx.activeAllocationsSQL(), "node_id = "+tx.param(1), "node_id = 1", 1),
+			"ActiveAllocationCounts":    tx.activeAllocationCountsSQL(),
+			"ActiveAllocationDevices":   tx.activeAllocationDevicesSQL(),
+			"ActiveAllocationsWithJobs": tx.activeAllocationsWithJobsSQL(),
+			"ActiveAllocationUses":      tx.activeAllocationUsesSQL(),
+		} {
+			lines, err := tx.plan(query)
+			if err != nil {
+				return fmt.Errorf("plan of %s: %w", name, err)
+			}
+			out[name] = lines
+		}
+		return nil
+	})
+	return out, err
 }
 
 // PlansOf runs fn in one transaction, so on one connection, and then says how many
