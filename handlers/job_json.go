@@ -271,8 +271,12 @@ func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error)
 		}
 		av := allocationJSON{Attempt: a.Attempt, Replica: a.Replica, Node: names[a.NodeID], State: a.State,
 			StopReason: a.StopReason, ExitCode: a.ExitCode, StartedAt: a.StartedAt, EndedAt: a.EndedAt, GPUs: []agentapi.Device{}}
-		if a.Devices != "" {
-			json.Unmarshal([]byte(a.Devices), &av.GPUs)
+		devs, err := agentapi.ParseDevices(a.Devices)
+		if err != nil {
+			return jobJSON{}, fmt.Errorf("devices of allocation %d: %w", a.ID, err)
+		}
+		if devs != nil {
+			av.GPUs = devs
 		}
 		v.Allocations = append(v.Allocations, av)
 	}
