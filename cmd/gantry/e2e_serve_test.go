@@ -40,7 +40,13 @@ type apiJob struct {
 	Attempt     int
 	ExitCode    *int   `json:"exit_code"`
 	PendingWhy  string `json:"pending_reason"`
-	Allocations []struct{ Node string }
+	Allocations []struct {
+		Node string
+		GPUs []struct {
+			UUID  string
+			Milli int64
+		}
+	}
 }
 
 func (a api) submit(script string) apiJob {
@@ -119,6 +125,9 @@ func TestServeRunsJobsOnItsLocalAgent(t *testing.T) {
 	done := a.wait(hello.ID, "succeeded")
 	if done.ExitCode == nil || *done.ExitCode != 0 || len(done.Allocations) != 1 || !strings.HasSuffix(done.Allocations[0].Node, "-local") {
 		t.Fatalf("job = %+v", done)
+	}
+	if g := done.Allocations[0].GPUs; len(g) != 1 || g[0].UUID == "" || g[0].Milli != 1000 {
+		t.Errorf("the job's one GPU = %+v", g)
 	}
 	if got := a.logs(hello.ID); got != fmt.Sprintf("hi from %d\n", hello.ID) {
 		t.Fatalf("logs = %q", got)
