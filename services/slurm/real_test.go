@@ -262,8 +262,11 @@ func TestRealActionsSpareAnotherJobUnderTheID(t *testing.T) {
 	b, conf := realSlurm(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	signals := filepath.Join(dir, "signals")
-	script := "#!/bin/bash\ntrap 'echo USR1 >> " + signals + "' USR1\ntrap 'echo USR2 >> " + signals + "' USR2\nwhile :; do sleep 0.2; done\n"
+	signals, ready := filepath.Join(dir, "signals"), filepath.Join(dir, "ready")
+	// The script says when its traps are set: Slurm says RUNNING before bash has read
+	// them, and a USR2 before them would end it instead.
+	script := "#!/bin/bash\ntrap 'echo USR1 >> " + signals + "' USR1\ntrap 'echo USR2 >> " + signals + "' USR2\ntouch " + ready +
+		"\nwhile :; do sleep 0.2; done\n"
 	slurmCmd := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
@@ -288,6 +291,12 @@ func TestRealActionsSpareAnotherJobUnderTheID(t *testing.T) {
 	for state() != "RUNNING None" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the other job does not run: %q", state())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other job's script did not set its traps: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
