@@ -22,9 +22,8 @@ type Service struct {
 	fleet Fleet
 }
 
-// Fleet gives every GPU of the fleet, whose models a team's use
-// is counted under: dispatch.Service keeps them between scheduling passes, the store
-// reads them each time.
+// Fleet gives every GPU of the fleet, under whose models a team's use is counted:
+// dispatch.Service keeps them between scheduling passes, the store reads them each time.
 type Fleet interface {
 	FleetGPUs(ctx context.Context) ([]store.FleetGPU, error)
 }
