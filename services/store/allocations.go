@@ -3,11 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -71,22 +69,6 @@ func (s *Store) activeAllocationUsesSQL() string {
 }
 
 const notEnded = "<> '" + models.AllocEnded + "'"
-
-// selectRows is SELECT cols FROM rest, the columns as one json_array() value on SQLite.
-func (s *Store) selectRows(cols, rest string) string {
-	if s.dialect == migrations.SQLite {
-		cols = "json_array(" + cols + ")"
-	}
-	return "SELECT " + cols + " FROM " + rest
-}
-
-// param is the nth parameter's mark in this store's dialect.
-func (s *Store) param(n int) string {
-	if s.dialect == migrations.SQLite {
-		return "?"
-	}
-	return "$" + strconv.Itoa(n)
-}
 
 // ActiveAllocations returns the allocations on the node that are not ended, by id: they
 // hold its resources. It reads through readRows, as every lease poll and heartbeat of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -23,13 +22,11 @@ func (s *Store) FleetGPUs(ctx context.Context) ([]FleetGPU, error) {
 	var out []FleetGPU
 	var d models.GPUDevice
 	dest := []any{&d.ID, &d.NodeID, &d.Index, &d.UUID, &d.Model, &d.MemoryMiB, &d.MIGEnabled, &d.NVLinkPeers, &d.PCIBusID, &d.Healthy, &d.HealthReason}
-	cols := "id, node_id, idx, uuid, model, memory_mib, mig_enabled, nvlink_peers, pci_bus_id, healthy, health_reason"
-	if s.dialect == migrations.SQLite {
-		cols = "json_array(" + cols + ")" // one value a row: see signIn
-	}
+	query := s.selectRows("id, node_id, idx, uuid, model, memory_mib, mig_enabled, nvlink_peers, pci_bus_id, healthy, health_reason",
+		"gpu_devices ORDER BY node_id, idx")
 	var migDevs []int64 // only a GPU in MIG mode has instances
 	at := map[int64]int{}
-	err := s.readRows(ctx, s.rowsRead("SELECT "+cols+" FROM gpu_devices ORDER BY node_id, idx", nil, dest, func() {
+	err := s.readRows(ctx, s.rowsRead(query, nil, dest, func() {
 		if d.MIGEnabled {
 			migDevs = append(migDevs, d.ID)
 			at[d.ID] = len(out)

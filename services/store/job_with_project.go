@@ -114,12 +114,7 @@ func (s *Store) rowSQL(name rowKey, cols []string, tables, key string) string {
 	if q, ok := s.sqlTexts.Load(name); ok {
 		return q.(string)
 	}
-	list := strings.Join(cols, ", ")
-	param := "$1"
-	if s.dialect == migrations.SQLite {
-		list, param = "json_array("+list+")", "?"
-	}
-	q := "SELECT " + list + " FROM " + tables + " WHERE " + key + " = " + param
+	q := s.selectRows(strings.Join(cols, ", "), tables+" WHERE "+key+" = "+s.param(1))
 	s.sqlTexts.Store(name, q)
 	return q
 }

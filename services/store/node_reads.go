@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -25,28 +23,20 @@ func nodeFields(n *models.Node) []any {
 // ones too withRemoved), ordered by orderBy, through readRows: a scheduling pass reads
 // every ready node each second, and 5,000 through gorm took 45 ms on SQLite.
 func (s *Store) nodeRows(ctx context.Context, states []string, withRemoved bool, orderBy string) ([]models.Node, error) {
-	pg := s.dialect == migrations.Postgres
 	var where []string
 	args := make([]any, 0, len(states))
 	if len(states) > 0 {
 		marks := make([]string, len(states))
 		for i, st := range states {
 			args = append(args, st)
-			marks[i] = "?"
-			if pg {
-				marks[i] = "$" + strconv.Itoa(i+1)
-			}
+			marks[i] = s.param(i + 1)
 		}
 		where = append(where, "state IN ("+strings.Join(marks, ", ")+")")
 	}
 	if !withRemoved {
 		where = append(where, "removed_at IS NULL")
 	}
-	cols := strings.Join(nodeColumns, ", ")
-	if !pg {
-		cols = "json_array(" + cols + ")" // one value a row: see signIn
-	}
-	query := "SELECT " + cols + " FROM nodes"
+	query := s.selectRows(strings.Join(nodeColumns, ", "), "nodes")
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}

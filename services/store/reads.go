@@ -9,12 +9,15 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/gantry-gpu/gantry/migrations"
 )
 
 // A read is one statement of readRows and what to do with its rows.
@@ -32,6 +35,24 @@ type read struct {
 type rowScanner interface {
 	Next() bool
 	Scan(dest ...any) error
+}
+
+// selectRows is SELECT cols FROM rest, the columns as one json_array() value on SQLite:
+// the driver reads each column through several calls, and one array costs less than
+// its columns (see listedJobsQuery).
+func (s *Store) selectRows(cols, rest string) string {
+	if s.dialect == migrations.SQLite {
+		cols = "json_array(" + cols + ")"
+	}
+	return "SELECT " + cols + " FROM " + rest
+}
+
+// param is the nth parameter's mark in this store's dialect.
+func (s *Store) param(n int) string {
+	if s.dialect == migrations.SQLite {
+		return "?"
+	}
+	return "$" + strconv.Itoa(n)
 }
 
 // readRows runs reads on the read pool, in order, and hands each its rows: the

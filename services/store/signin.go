@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-gpu/gantry/migrations"
 	"github.com/gantry-gpu/gantry/models"
 )
 
@@ -114,13 +113,6 @@ func (s *Store) signInSQL(c *credential, keys int) string {
 	if q, ok := s.sqlTexts.Load(k); ok {
 		return q.(string)
 	}
-	pg := s.dialect == migrations.Postgres
-	param := func(n int) string {
-		if pg {
-			return "$" + strconv.Itoa(n)
-		}
-		return "?"
-	}
 	exprs := make([]string, 0, len(c.cols)+signInColumns+keys)
 	for _, col := range c.cols {
 		exprs = append(exprs, "c."+col)
@@ -128,13 +120,9 @@ func (s *Store) signInSQL(c *credential, keys int) string {
 	exprs = append(exprs, "u.id", "u.username", "u.email", "u.display_name", "u.issuer", "u.subject",
 		"u.is_admin", "u.is_auditor", "u.disabled", "u.last_login_at", "u.created_at", "u.updated_at")
 	for i := range keys {
-		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+param(i+1)+")")
+		exprs = append(exprs, "(SELECT value FROM settings WHERE key = "+s.param(i+1)+")")
 	}
-	list := strings.Join(exprs, ", ")
-	if !pg {
-		list = "json_array(" + list + ")"
-	}
-	q := "SELECT " + list + " FROM " + c.table + " c JOIN users u ON u.id = c.user_id WHERE c." + c.key + " = " + param(keys+1)
+	q := s.selectRows(strings.Join(exprs, ", "), c.table+" c JOIN users u ON u.id = c.user_id WHERE c."+c.key+" = "+s.param(keys+1))
 	s.sqlTexts.Store(k, q)
 	return q
 }
