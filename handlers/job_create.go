@@ -32,7 +32,10 @@ func (h *Handler) JobCreate(c *gin.Context) {
 		}
 		if err == nil {
 			v := jobView(j, spec.Project, user.Username)
-			if err = h.maskSecretEnv(c.Request.Context(), &v); err == nil {
+			if err = h.nameImage(c.Request.Context(), j, &v); err == nil {
+				err = h.maskSecretEnv(c.Request.Context(), &v)
+			}
+			if err == nil {
 				if !created {
 					c.Header("Idempotent-Replayed", "true")
 				}

@@ -23,8 +23,9 @@ type jobJSON struct {
 	StateReason   string            `json:"state_reason,omitempty"`
 	PendingReason string            `json:"pending_reason,omitempty"`
 	Image         string            `json:"image,omitempty"`
-	Command       []string          `json:"command,omitempty"` // not in lists
-	Env           map[string]string `json:"env,omitempty"`     // secret values masked
+	ImageName     string            `json:"image_name,omitempty"` // not in lists
+	Command       []string          `json:"command,omitempty"`    // not in lists
+	Env           map[string]string `json:"env,omitempty"`        // secret values masked
 	SecretEnv     []string          `json:"secret_env,omitempty"`
 	Resources     jobs.Resources    `json:"resources"`
 	Kind          string            `json:"kind,omitempty"`
@@ -97,7 +98,7 @@ func jobView(j *models.Job, project, user string) jobJSON {
 // reflection, encoding a page of jobs cost more than a tenth of a list request's CPU.
 // Any other is left to encoding/json.
 func appendJobJSON(b []byte, v *jobJSON) ([]byte, error) {
-	if len(v.Command) > 0 || len(v.Env) > 0 || len(v.SecretEnv) > 0 || len(v.Events) > 0 || len(v.Allocations) > 0 || v.RerunOf != nil {
+	if len(v.Command) > 0 || len(v.Env) > 0 || len(v.SecretEnv) > 0 || len(v.Events) > 0 || len(v.Allocations) > 0 || v.RerunOf != nil || v.ImageName != "" {
 		out, err := json.Marshal(v)
 		return append(b, out...), err
 	}
@@ -235,6 +236,21 @@ func (h *Handler) maskSecretEnv(ctx context.Context, v *jobJSON) error {
 	return nil
 }
 
+// nameImage sets the name of j's catalog image in v: what a submission names it by
+// (its reference alone does not say which entry it is, and the built-in plain-command
+// has none).
+func (h *Handler) nameImage(ctx context.Context, j *models.Job, v *jobJSON) error {
+	if j.ImageID == nil {
+		return nil
+	}
+	img, err := h.store.ImageByID(ctx, *j.ImageID)
+	if err != nil {
+		return fmt.Errorf("image of job %d: %w", j.ID, err)
+	}
+	v.ImageName = img.Name
+	return nil
+}
+
 // jobDetail renders j with its events and allocations.
 func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error) {
 	p, err := h.store.ProjectByID(ctx, j.ProjectID)
@@ -246,6 +262,9 @@ func (h *Handler) jobDetail(ctx context.Context, j *models.Job) (jobJSON, error)
 		return jobJSON{}, err
 	}
 	v := jobView(j, p.Name, users[j.UserID])
+	if err := h.nameImage(ctx, j, &v); err != nil {
+		return jobJSON{}, err
+	}
 	if err := h.maskSecretEnv(ctx, &v); err != nil {
 		return jobJSON{}, err
 	}

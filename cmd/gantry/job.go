@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -40,6 +41,7 @@ type cliJob struct {
 	StateReason   string     `json:"state_reason"`
 	PendingReason string     `json:"pending_reason"`
 	Image         string     `json:"image"`
+	ImageName     string     `json:"image_name"`
 	Command       []string   `json:"command"`
 	PriorityClass string     `json:"priority_class"`
 	Attempt       int        `json:"attempt"`
@@ -56,12 +58,7 @@ type cliJob struct {
 		CPUMilli   int64  `json:"cpu_milli"`
 		MemoryMiB  int64  `json:"memory_mib"`
 	} `json:"resources"`
-	Events []struct {
-		At     time.Time `json:"at"`
-		From   string    `json:"from"`
-		To     string    `json:"to"`
-		Reason string    `json:"reason"`
-	} `json:"events"`
+	Events      []cliEvent `json:"events"`
 	Allocations []struct {
 		Attempt int    `json:"attempt"`
 		Node    string `json:"node"`
@@ -70,6 +67,26 @@ type cliJob struct {
 			UUID string `json:"uuid"`
 		} `json:"gpus"`
 	} `json:"allocations"`
+}
+
+// cliEvent is a step of a job's timeline.
+type cliEvent struct {
+	At      time.Time `json:"at"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// image names the job's image as its page does: the catalog entry and its reference.
+func (j cliJob) image() string {
+	switch {
+	case j.ImageName != "" && j.Image != "":
+		return j.ImageName + " (" + j.Image + ")"
+	case j.ImageName != "":
+		return j.ImageName
+	}
+	return dashIfEmpty(j.Image)
 }
 
 func (j cliJob) gpus() string {
@@ -433,7 +450,7 @@ func printJob(out io.Writer, j cliJob) error {
 	}
 	for _, kv := range [][2]string{
 		{"ID", strconv.FormatInt(j.ID, 10)}, {"Name", j.Name}, {"Project", j.Project}, {"User", j.User},
-		{"State", state}, {"Image", dashIfEmpty(j.Image)}, {"Command", jobs.JoinCommand(j.Command)}, {"GPUs", j.gpus()},
+		{"State", state}, {"Image", j.image()}, {"Command", jobs.JoinCommand(j.Command)}, {"GPUs", j.gpus()},
 		{"Priority class", j.PriorityClass}, {"Attempt", strconv.Itoa(j.Attempt)}, {"Exit code", exit},
 		{"Submitted (UTC)", utc(&j.SubmittedAt)}, {"Started", utc(j.StartedAt)}, {"Finished", utc(j.FinishedAt)},
 	} {
@@ -463,11 +480,26 @@ func printJob(out io.Writer, j cliJob) error {
 			if from == "" {
 				from = "·"
 			}
-			fmt.Fprintf(w, "  %s\t%s → %s\t%s\n", utc(&e.At), from, e.To, e.Reason)
+			what := e.Reason
+			if e.Message != "" {
+				what += ": " + oneLine(e.Message)
+			}
+			fmt.Fprintf(w, "  %s\t%s → %s\t%s\n", utc(&e.At), from, e.To, what)
 		}
 		return w.Flush()
 	}
 	return nil
+}
+
+// oneLine is s with its control characters (a node's words may hold line breaks or
+// escapes) as spaces: an event is one line of the terminal.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func newJobCancelCmd() *cobra.Command {

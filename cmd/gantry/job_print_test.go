@@ -47,3 +47,43 @@ func TestPrintJobQuotesItsCommand(t *testing.T) {
 		t.Errorf("got\n%s\nwant a line %q", out.String(), want)
 	}
 }
+
+// Each event says why it happened in the server's words, on one line of the terminal:
+// a failed job's last event says how its attempt ended.
+func TestPrintJobSaysWhatEachEventWas(t *testing.T) {
+	j := cliJob{ID: 2, Name: "n", State: "failed", Events: []cliEvent{
+		{To: "queued", Reason: "submitted"},
+		{From: "running", To: "failed", Reason: "failed", Message: "attempt 1 exited with code 127 (cannot start\nthe command)"},
+	}}
+	var out strings.Builder
+	if err := printJob(&out, j); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"running → failed  failed: attempt 1 exited with code 127 (cannot start the command)\n", "· → queued        submitted\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("got\n%s\nwant a line ending %q", out.String(), want)
+		}
+	}
+}
+
+// The image is named as the job's page names it: the catalog entry, with the reference
+// it runs where it has one.
+func TestPrintJobNamesItsImage(t *testing.T) {
+	for _, tc := range []struct {
+		job  cliJob
+		want string
+	}{
+		{cliJob{ImageName: "plain-command"}, "plain-command"},
+		{cliJob{ImageName: "pytorch-2.4", Image: "nvcr.io/nvidia/pytorch:24.05-py3"}, "pytorch-2.4 (nvcr.io/nvidia/pytorch:24.05-py3)"},
+		{cliJob{Image: "ghcr.io/ada/mine:1"}, "ghcr.io/ada/mine:1"},
+		{cliJob{}, "-"},
+	} {
+		var out strings.Builder
+		if err := printJob(&out, tc.job); err != nil {
+			t.Fatal(err)
+		}
+		if want := "Image:            " + tc.want + "\n"; !strings.Contains(out.String(), want) {
+			t.Errorf("got\n%s\nwant a line %q", out.String(), want)
+		}
+	}
+}
