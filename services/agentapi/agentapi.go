@@ -1,7 +1,6 @@
 package agentapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -222,19 +221,6 @@ type Device struct {
 	// MIGUUID and MIGProfile name the MIG instance given, when one is.
 	MIGUUID    string `json:"mig_uuid,omitempty"`
 	MIGProfile string `json:"mig_profile,omitempty"`
-}
-
-// ParseDevices reads the devices of an allocation as its Devices column keeps them: a
-// JSON list, or nothing for none.
-func ParseDevices(stored string) ([]Device, error) {
-	if stored == "" {
-		return nil, nil
-	}
-	var out []Device
-	if err := json.Unmarshal([]byte(stored), &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Visible is what CUDA_VISIBLE_DEVICES names for the device.
