@@ -132,7 +132,7 @@ func (d *demand) shareOptions(ni int, n *nodeState, buf []option) ([]option, rea
 // wholeOption picks the cards for whole GPUs: for one card the smallest that fits, for
 // several the set with the most NVLink links among them, lowest positions first.
 func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reason) {
-	var free uint64
+	var free, usable uint64
 	accepted := 0
 	for p := range n.gpus {
 		g := &n.gpus[p]
@@ -140,6 +140,7 @@ func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reas
 			continue
 		}
 		accepted++
+		usable |= 1 << uint(p)
 		if g.freeMilli == 1000 && g.freeMem == g.memory {
 			free |= 1 << uint(p)
 		}
@@ -154,6 +155,15 @@ func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reas
 	}
 	o := option{node: ni, n: d.cards, slice: -1, milli: 1000}
 	set := d.pickWhole(n, free)
+	if d.req.NVLink {
+		var ok bool
+		if set, ok = linkedSet(n, free, d.cards); !ok {
+			if _, could := linkedSet(n, usable, d.cards); could {
+				return buf, reasonGPUsBusy
+			}
+			return buf, reasonNVLink
+		}
+	}
 	k := 0
 	for p := range n.gpus {
 		if set&(1<<uint(p)) != 0 {
@@ -222,6 +232,34 @@ func (n *nodeState) links(set uint64) int {
 		}
 	}
 	return l / 2
+}
+
+// linkedSet finds k cards of set each joined by NVLink to every other, lowest positions
+// first. The search is exact, unlike pickWhole's greedy growth: a job that requires
+// NVLink must not wait while such cards are free.
+func linkedSet(n *nodeState, set uint64, k int) (uint64, bool) {
+	return linkedCards(func(p int) uint64 { return n.gpus[p].peers }, set, k)
+}
+
+// linkedCards finds k cards of set that are each among the peers of every other (a
+// k-clique of the links), lowest positions first.
+func linkedCards(peers func(p int) uint64, set uint64, k int) (uint64, bool) {
+	var grow func(chosen, candidates uint64) (uint64, bool)
+	grow = func(chosen, candidates uint64) (uint64, bool) {
+		need := k - bits.OnesCount64(chosen)
+		if need == 0 {
+			return chosen, true
+		}
+		for bits.OnesCount64(candidates) >= need {
+			p := bits.TrailingZeros64(candidates)
+			candidates &^= 1 << uint(p)
+			if got, ok := grow(chosen|1<<uint(p), candidates&peers(p)); ok {
+				return got, true
+			}
+		}
+		return 0, false
+	}
+	return grow(0, set)
 }
 
 func lowestBits(set uint64, k int) uint64 {

@@ -78,6 +78,8 @@ func (s *stack) phrase(reason string, n int) string {
 			return fmt.Sprintf("%s %s no %s with %s of it free", nodes, verb("has", "have"), s.d.card(), share(int64(s.d.milli)))
 		}
 		return fmt.Sprintf("%s %s fewer than %d free %s", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
+	case RejectNVLink:
+		return fmt.Sprintf("%s %s no %d %s joined by NVLink each to every other", nodes, verb("has", "have"), s.d.cards, s.d.gpus(s.d.cards))
 	case RejectMIG:
 		return fmt.Sprintf("%s %s no MIG %s slice", nodes, verb("offers", "offer"), s.d.mig)
 	case RejectMIGBusy:
@@ -98,6 +100,8 @@ func (d *demand) describe() string {
 		parts = append(parts, "a MIG "+d.mig+" slice")
 	case d.cards > 0 && d.milli < 1000:
 		parts = append(parts, fmt.Sprintf("%s of a %s", share(int64(d.milli)), d.card()))
+	case d.cards > 0 && d.req.NVLink:
+		parts = append(parts, fmt.Sprintf("%d × %s joined by NVLink", d.cards, d.card()))
 	case d.cards > 0:
 		parts = append(parts, fmt.Sprintf("%d × %s", d.cards, d.card()))
 	}

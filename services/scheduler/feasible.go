@@ -17,6 +17,7 @@ const (
 	RejectGPUModel  = "gpu model"
 	RejectGPUCount  = "gpu count"
 	RejectGPUsBusy  = "gpus busy"
+	RejectNVLink    = "nvlink"
 	RejectMIG       = "mig profile"
 	RejectMIGBusy   = "mig busy"
 	RejectQuota     = "quota"
@@ -43,6 +44,7 @@ const (
 	reasonGPUModel
 	reasonGPUCount
 	reasonGPUsBusy
+	reasonNVLink
 	reasonMIG
 	reasonMIGBusy
 	reasonQuota
@@ -79,6 +81,8 @@ func (r reason) String() string {
 		return RejectGPUCount
 	case reasonGPUsBusy:
 		return RejectGPUsBusy
+	case reasonNVLink:
+		return RejectNVLink
 	case reasonMIG:
 		return RejectMIG
 	case reasonMIGBusy:

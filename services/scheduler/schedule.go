@@ -113,6 +113,7 @@ type shapeKey struct {
 	placement                        string
 	team                             string
 	preemptible, spot, container     bool
+	nvlink                           bool
 	kind                             Kind
 }
 
@@ -131,7 +132,7 @@ type failures map[shapeKey][]failure
 func keyOf(j Job) shapeKey {
 	r := j.Request
 	k := shapeKey{gpus: r.GPUs, milli: r.GPUMilli, mem: r.GPUMemoryMiB, mig: r.MIGProfile, class: r.Class, pool: r.Pool,
-		team: j.Team, preemptible: r.Preemptible, spot: r.SpotAllowed, container: r.Container, kind: r.Kind}
+		team: j.Team, preemptible: r.Preemptible, spot: r.SpotAllowed, container: r.Container, nvlink: r.NVLink, kind: r.Kind}
 	if len(r.GPUModels) > 0 {
 		k.models = strings.Join(r.GPUModels, "|")
 	}

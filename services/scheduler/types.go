@@ -94,6 +94,9 @@ type Request struct {
 	GPUModels []string
 	// MIGProfile asks for one MIG slice of this profile (e.g. "1g.10gb") instead of GPUs.
 	MIGProfile string
+	// NVLink asks that a replica's whole GPUs (two or more) be joined by NVLink, each
+	// to every other: a job whose GPUs exchange gradients every step.
+	NVLink     bool
 	CPUMilli   int64
 	RAMMiB     int64
 	ScratchMiB int64

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -32,6 +33,9 @@ type Offer struct {
 	MemoryByModel map[string]int64
 	// MIGProfiles lists the MIG profiles configured anywhere, with their models.
 	MIGProfiles map[string][]string
+	// MaxNVLinked is the most whole GPUs of one node joined by NVLink each to every
+	// other (at most MaxGPUsPerReplica; 0 without NVLink).
+	MaxNVLinked int
 	Pools       map[string]bool
 	HasSpot     bool
 	// Plain and Containers say whether any node runs plain commands, container images.
@@ -67,8 +71,37 @@ func OfferOf(nodes []Node) Offer {
 		for m, k := range count {
 			o.GPUsByModel[m] = max(o.GPUsByModel[m], k)
 		}
+		o.MaxNVLinked = max(o.MaxNVLinked, mostLinked(n, o.MaxNVLinked))
 	}
 	return o
+}
+
+// mostLinked is the most whole GPUs of n joined by NVLink each to every other, when
+// that is more than atLeast.
+func mostLinked(n Node, atLeast int) int {
+	pos := map[int]int{}
+	for j, g := range n.GPUs {
+		pos[g.Index] = j
+	}
+	peers := make([]uint64, len(n.GPUs))
+	var whole uint64
+	for j, g := range n.GPUs {
+		if len(g.MIG) > 0 {
+			continue
+		}
+		whole |= 1 << uint(j)
+		for _, p := range g.NVLinkPeers {
+			if q, ok := pos[p]; ok {
+				peers[j] |= 1 << uint(q)
+			}
+		}
+	}
+	for k := min(bits.OnesCount64(whole), MaxGPUsPerReplica); k > max(atLeast, 1); k-- {
+		if _, ok := linkedCards(func(p int) uint64 { return peers[p] & whole }, whole, k); ok {
+			return k
+		}
+	}
+	return atLeast
 }
 
 // ValidateRequest rejects a request that is malformed or can never fit anywhere in the
@@ -137,6 +170,12 @@ func ValidateRequest(r Request, cfg Config, o Offer) error {
 	if r.GPUs > bestCount {
 		return fail("gpus", "%d GPUs per replica exceed the most any node has of a matching card (%d)", r.GPUs, bestCount)
 	}
+	if r.NVLink && r.GPUs > o.MaxNVLinked {
+		if o.MaxNVLinked < 2 {
+			return fail("nvlink", "no node has GPUs joined by NVLink")
+		}
+		return fail("nvlink", "no node has %d GPUs joined by NVLink each to every other (the most: %d)", r.GPUs, o.MaxNVLinked)
+	}
 	return nil
 }
 
@@ -158,6 +197,8 @@ func validateShape(r Request, cfg Config) error {
 		return fail("mig_profile", "a MIG slice is a device of its own; ask for gpus = 0 or 1 and no gpu_milli")
 	case r.MIGProfile != "" && !validMIGProfile(r.MIGProfile):
 		return fail("mig_profile", "%q is not a MIG profile; want the form 1g.10gb", r.MIGProfile)
+	case r.NVLink && (r.GPUs < 2 || r.GPUMilli > 0 && r.GPUMilli < 1000 || r.MIGProfile != ""):
+		return fail("nvlink", "NVLink joins two or more whole GPUs; ask for gpus = 2 or more, without a share or a MIG slice")
 	case r.GPUs == 0 && r.MIGProfile == "" && (r.GPUMilli > 0 || r.GPUMemoryMiB > 0 || len(r.GPUModels) > 0):
 		return fail("gpus", "0 GPUs, yet GPU share, memory or model given; ask for gpus = 1 or more")
 	case r.CPUMilli < 0:
