@@ -52,6 +52,26 @@ func jobAPI(t *testing.T, st *store.Store, user *models.User, k *kicks) *httptes
 	return srv
 }
 
+// submitter makes user ada, and team vision with project p in it: who submits in the
+// job API's tests.
+func submitter(t *testing.T, st *store.Store, p models.Project) *models.User {
+	t.Helper()
+	ctx := context.Background()
+	user := &models.User{Username: "ada"}
+	team := &models.Team{Name: "vision"}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateTeam(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	p.TeamID = team.ID
+	if err := st.CreateProject(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	return user
+}
+
 type apiErr struct {
 	Error handlers.APIError `json:"error"`
 }
@@ -59,17 +79,7 @@ type apiErr struct {
 func TestJobAPI(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		user := &models.User{Username: "ada"}
-		team := &models.Team{Name: "vision"}
-		if err := st.CreateUser(ctx, user); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTeam(ctx, team); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
-			t.Fatal(err)
-		}
+		user := submitter(t, st, models.Project{Name: "default"})
 		k := &kicks{}
 		srv := jobAPI(t, st, user, k)
 		post := func(body string) (int, []byte) {
@@ -109,6 +119,7 @@ func TestJobAPI(t *testing.T) {
 			{"env name with =", `{"project": "default", "name": "x", "command": ["a"], "env": {"A=B": "1"}}`, "env"},
 			{"reserved env", `{"project": "default", "name": "x", "command": ["a"], "env": {"CUDA_VISIBLE_DEVICES": "0"}}`, "env.CUDA_VISIBLE_DEVICES"},
 			{"negative memory", `{"project": "default", "name": "x", "command": ["a"], "resources": {"memory_mib": -1}}`, "resources.memory_mib"},
+			{"NVLink of one GPU", `{"project": "default", "name": "x", "command": ["a"], "resources": {"gpus": 1, "nvlink": true}}`, "resources.nvlink"},
 			{"unknown field", `{"project": "default", "name": "x", "command": ["a"], "gpus": 2}`, "gpus"},
 			{"wrong type", `{"project": "default", "name": "x", "command": "python train.py"}`, "command"},
 			{"argument not a string", `{"project": "default", "name": "x", "command": ["python", 3]}`, "command[1]"},
@@ -344,18 +355,7 @@ func TestJobCancelAPI(t *testing.T) {
 func TestJobAPISecretEnv(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		ctx := context.Background()
-		user := &models.User{Username: "ada"}
-		team := &models.Team{Name: "vision"}
-		if err := st.CreateUser(ctx, user); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTeam(ctx, team); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
-			t.Fatal(err)
-		}
+		user := submitter(t, st, models.Project{Name: "default"})
 		srv := jobAPI(t, st, user, &kicks{})
 		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "train", "command": ["a"],
 			"env": {"EPOCHS": "3", "HF_TOKEN": "hf_abc123", "DB_URL": {"value": "postgres://u:pw77@db", "secret": true}}}`))
@@ -398,17 +398,7 @@ func TestJobAPISecretEnv(t *testing.T) {
 func TestJobHandedByTheGate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		user := &models.User{Username: "ada"}
-		team := &models.Team{Name: "vision"}
-		if err := st.CreateUser(ctx, user); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTeam(ctx, team); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default"}); err != nil {
-			t.Fatal(err)
-		}
+		user := submitter(t, st, models.Project{Name: "default"})
 		srv := jobAPI(t, st, user, &kicks{})
 		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "stored", "command": ["true"]}`))
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 var jobFormLabels = map[string]string{
 	"project": "Project", "name": "Name", "image": "Image", "custom_image": "Custom image", "command": "Command",
 	"env": "Environment", "secret_env": "Secret variables", "gpus": "GPUs", "gpu_share": "GPU share", "gpu_memory_gib": "GPU memory", "gpu_model": "GPU model",
-	"mig_profile": "MIG profile", "cpu_cores": "CPU cores", "memory_gib": "RAM", "scratch_gib": "Scratch disk",
+	"mig_profile": "MIG profile", "nvlink": "NVLink", "cpu_cores": "CPU cores", "memory_gib": "RAM", "scratch_gib": "Scratch disk",
 	"replicas": "Replicas", "priority_class": "Priority class", "preemptible": "Preemptible", "expected_run": "Expected run time",
 	"retries": "Retries", "kind": "Kind",
 }
@@ -29,7 +29,7 @@ var jobFormLabels = map[string]string{
 // specFields maps the fields of a job spec to the form's.
 var specFields = map[string]string{
 	"resources.gpus": "gpus", "resources.gpu_milli": "gpu_share", "resources.gpu_memory_mib": "gpu_memory_gib",
-	"resources.gpu_model": "gpu_model", "resources.mig_profile": "mig_profile", "resources.cpu_milli": "cpu_cores",
+	"resources.gpu_model": "gpu_model", "resources.mig_profile": "mig_profile", "resources.nvlink": "nvlink", "resources.cpu_milli": "cpu_cores",
 	"resources.memory_mib": "memory_gib", "resources.scratch_mib": "scratch_gib", "max_retries": "retries",
 	"expected_run_sec": "expected_run",
 }
@@ -111,7 +111,7 @@ var presets = []preset{
 	{"mig-small", "1 MIG slice (1g.10gb)", jobs.Resources{GPUs: 1, MIGProfile: "1g.10gb", CPUMilli: 2000, MemoryMiB: 8 * gibMiB}},
 	{"1x24", "1 × 24 GB GPU", jobs.Resources{GPUs: 1, GPUMemoryMiB: 22 * gibMiB, CPUMilli: 8000, MemoryMiB: 32 * gibMiB}},
 	{"1x80", "1 × 80 GB GPU", jobs.Resources{GPUs: 1, GPUMemoryMiB: 78 * gibMiB, CPUMilli: 8000, MemoryMiB: 64 * gibMiB}},
-	{"8x80-nvlink", "8 × 80 GB NVLink (a whole node)", jobs.Resources{GPUs: 8, GPUMemoryMiB: 78 * gibMiB, CPUMilli: 64000, MemoryMiB: 512 * gibMiB}},
+	{"8x80-nvlink", "8 × 80 GB NVLink (a whole node)", jobs.Resources{GPUs: 8, GPUMemoryMiB: 78 * gibMiB, NVLink: true, CPUMilli: 64000, MemoryMiB: 512 * gibMiB}},
 }
 
 const customPreset = "custom"
@@ -137,7 +137,7 @@ func applyPreset(f *templates.JobForm) {
 
 // setResources writes r into the resource fields of f as a person types them.
 func setResources(f *templates.JobForm, r jobs.Resources) {
-	f.GPUs, f.GPUShare, f.GPUModel, f.MIGProfile = strconv.Itoa(r.GPUs), "", r.GPUModel, r.MIGProfile
+	f.GPUs, f.GPUShare, f.GPUModel, f.MIGProfile, f.NVLink = strconv.Itoa(r.GPUs), "", r.GPUModel, r.MIGProfile, r.NVLink
 	if r.GPUMilli > 0 {
 		f.GPUShare = decimal(float64(r.GPUMilli) / 1000)
 	}
@@ -178,7 +178,7 @@ func jobFormOf(v url.Values) templates.JobForm {
 		Command: v.Get("command"), Env: v.Get("env"), SecretEnv: v.Get("secret_env"), SecretsOf: v.Get("secrets_of"), Preset: v.Get("preset"), GPUs: v.Get("gpus"), GPUShare: v.Get("gpu_share"),
 		GPUMemoryGiB: v.Get("gpu_memory_gib"), GPUModel: v.Get("gpu_model"), MIGProfile: v.Get("mig_profile"),
 		CPUCores: v.Get("cpu_cores"), MemoryGiB: v.Get("memory_gib"), ScratchGiB: v.Get("scratch_gib"), Replicas: v.Get("replicas"),
-		PriorityClass: v.Get("priority_class"), Preemptible: v.Get("preemptible"), Spot: v.Get("spot") != "",
+		PriorityClass: v.Get("priority_class"), Preemptible: v.Get("preemptible"), Spot: v.Get("spot") != "", NVLink: v.Get("nvlink") != "",
 		ExpectedRun: v.Get("expected_run"), Retries: v.Get("retries"), Kind: v.Get("kind"),
 	}
 }
@@ -205,7 +205,7 @@ func specOfForm(f templates.JobForm) (jobs.Spec, error) {
 		}
 	}
 	r := &s.Resources
-	r.GPUModel, r.MIGProfile = strings.TrimSpace(f.GPUModel), strings.TrimSpace(f.MIGProfile)
+	r.GPUModel, r.MIGProfile, r.NVLink = strings.TrimSpace(f.GPUModel), strings.TrimSpace(f.MIGProfile), f.NVLink
 	if r.GPUs, err = formInt("gpus", f.GPUs, 0, jobs.MaxGPUs); err != nil {
 		return s, err
 	}

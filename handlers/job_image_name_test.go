@@ -20,14 +20,6 @@ import (
 func TestJobAPINamesItsCatalogImage(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		user := &models.User{Username: "ada"}
-		team := &models.Team{Name: "vision"}
-		if err := st.CreateUser(ctx, user); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateTeam(ctx, team); err != nil {
-			t.Fatal(err)
-		}
 		plain := &models.Image{Name: "plain-command", Status: models.ImageCertified, Builtin: true}
 		torch := &models.Image{Name: "pytorch-2.4", Reference: "nvcr.io/nvidia/pytorch:24.05-py3", Status: models.ImageCertified}
 		for _, img := range []*models.Image{plain, torch} {
@@ -35,9 +27,7 @@ func TestJobAPINamesItsCatalogImage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := st.CreateProject(ctx, &models.Project{TeamID: team.ID, Name: "default", DefaultImageID: &plain.ID, AllowCustomImages: true}); err != nil {
-			t.Fatal(err)
-		}
+		user := submitter(t, st, models.Project{Name: "default", DefaultImageID: &plain.ID, AllowCustomImages: true})
 		srv := jobAPI(t, st, user, &kicks{})
 		type answer struct {
 			ID        int64

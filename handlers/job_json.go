@@ -79,7 +79,7 @@ func jobView(j *models.Job, project, user string) jobJSON {
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		Resources: jobs.Resources{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,
-			MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
+			MIGProfile: j.MIGProfile, NVLink: j.NVLink, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
 		},
 	}
 	// Both were encoded by jobs.Submit; a row that does not decode shows empty (and a
@@ -123,6 +123,9 @@ func appendJobJSON(b []byte, v *jobJSON) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `,"gpu_memory_mib":`...), r.GPUMemoryMiB, 10)
 	b = appendJSONString(append(b, `,"gpu_model":`...), r.GPUModel)
 	b = appendJSONString(append(b, `,"mig_profile":`...), r.MIGProfile)
+	if r.NVLink {
+		b = append(b, `,"nvlink":true`...)
+	}
 	b = strconv.AppendInt(append(b, `,"cpu_milli":`...), r.CPUMilli, 10)
 	b = strconv.AppendInt(append(b, `,"memory_mib":`...), r.MemoryMiB, 10)
 	b = strconv.AppendInt(append(b, `,"scratch_mib":`...), r.ScratchMiB, 10)

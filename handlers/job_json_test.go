@@ -86,7 +86,9 @@ func filledJob(t *testing.T) jobJSON {
 
 func TestAppendJobJSONMatchesEncodingJSON(t *testing.T) {
 	listed := filledJob(t)
+	// What lists leave out, which sends a job to encoding/json.
 	listed.Command, listed.Env, listed.SecretEnv, listed.Events, listed.Allocations = nil, nil, nil, nil, nil
+	listed.RerunOf, listed.ImageName = nil, ""
 	utc := listed
 	utc.SubmittedAt, utc.StartedAt, utc.FinishedAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil, nil
 	utc.ExitCode = new(int)

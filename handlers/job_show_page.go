@@ -256,6 +256,8 @@ func describeResources(j *models.Job) string {
 		parts = append(parts, "a MIG "+j.MIGProfile+" slice")
 	case j.GPUMilli > 0:
 		parts = append(parts, fmt.Sprintf("%s of a %s", decimal(float64(j.GPUMilli)/1000), model))
+	case j.GPUs > 0 && j.NVLink:
+		parts = append(parts, fmt.Sprintf("%d × %s joined by NVLink", j.GPUs, model))
 	case j.GPUs > 0:
 		parts = append(parts, fmt.Sprintf("%d × %s", j.GPUs, model))
 	default:

@@ -67,6 +67,7 @@ type Job struct {
 	GPUMemoryMiB     int64  `gorm:"column:gpu_memory_mib"`
 	GPUModel         string // "A100|H100", or empty for any
 	MIGProfile       string
+	NVLink           bool `gorm:"column:nvlink"` // its whole GPUs joined by NVLink, each to every other
 	CPUMilli         int64
 	MemoryMiB        int64 `gorm:"column:memory_mib"`
 	ScratchMiB       int64 `gorm:"column:scratch_mib"`

@@ -387,12 +387,19 @@ func TestSubmitFormPreview(t *testing.T) {
 		if p := preview(f); !strings.Contains(p, "Fix this first: GPUs: 2 GPUs per replica exceed the most any node has of a matching card (1)") {
 			t.Fatalf("preview of two GPUs where no node has two: %s", p)
 		}
+		f.Set("gpus", "1")
+		f.Set("nvlink", "on")
+		if p := preview(f); !strings.Contains(p, "Fix this first: NVLink: NVLink joins two or more whole GPUs") {
+			t.Fatalf("preview of one GPU joined by NVLink: %s", p)
+		}
+		f.Del("nvlink")
 		// Choosing a profile fills in its fields.
 		f.Set("preset", "8x80-nvlink")
 		f.Set("apply", "preset")
 		_, body := s.send(ada, "POST", "/jobs/new", f.Encode(), htmx)
-		if !strings.Contains(body, `id="f-gpus" name="gpus" value="8"`) || !strings.Contains(body, `id="f-memory_gib" name="memory_gib" value="512"`) {
-			t.Fatalf("the 8×80 profile was not filled in: %s", body)
+		if !strings.Contains(body, `id="f-gpus" name="gpus" value="8"`) || !strings.Contains(body, `id="f-memory_gib" name="memory_gib" value="512"`) ||
+			!strings.Contains(body, `id="f-nvlink" name="nvlink" value="on" checked`) {
+			t.Fatalf("the 8×80 NVLink profile was not filled in: %s", body)
 		}
 	})
 }

@@ -412,6 +412,7 @@ resources: {gpus: 1, cpu_milli: 500, memory_mib: 512}
 		"env without =":         {[]string{"job", "submit", "-f", jobYAML, "--env", "NOVALUE"}, 2, `--env "NOVALUE": want NAME=VALUE`},
 		"GPUs not a number":     {[]string{"job", "submit", "-f", jobYAML, "--gpus", "two"}, 2, `--gpus "two": want a whole number`},
 		"more GPUs than a node": {[]string{"job", "submit", "-f", jobYAML, "--gpus", "9"}, 1, "resources.gpus: 9 is out of range"},
+		"NVLink of one GPU":     {[]string{"job", "submit", "-f", jobYAML, "--gpus", "1", "--nvlink"}, 1, "resources.nvlink: NVLink joins two or more whole GPUs"},
 		"unknown image":         {[]string{"job", "submit", "-f", jobYAML, "--image", "no-such-image"}, 1, `image: "no-such-image" is not in the image catalog`},
 		"unknown subcommand":    {[]string{"job", "list"}, 2, `"list" is not a command of gantry job`},
 		"missing job file":      {[]string{"job", "submit", "-f", filepath.Join(u.dir, "none.yaml")}, 1, "read the job file"},

@@ -55,6 +55,7 @@ type cliJob struct {
 		GPUMilli   int    `json:"gpu_milli"`
 		GPUModel   string `json:"gpu_model"`
 		MIGProfile string `json:"mig_profile"`
+		NVLink     bool   `json:"nvlink"`
 		CPUMilli   int64  `json:"cpu_milli"`
 		MemoryMiB  int64  `json:"memory_mib"`
 	} `json:"resources"`
@@ -101,6 +102,9 @@ func (j cliJob) gpus() string {
 	if r.GPUModel != "" {
 		s += "×" + r.GPUModel
 	}
+	if r.NVLink {
+		s += " NVLink"
+	}
 	return s
 }
 
@@ -138,6 +142,7 @@ var submitFlags = []struct {
 	{"gpu-memory-mib", "resources.gpu_memory_mib", "int", "GPU memory per GPU, MiB"},
 	{"gpu-model", "resources.gpu_model", "string", "GPU model, e.g. A100 or A100|H100"},
 	{"mig-profile", "resources.mig_profile", "string", "MIG profile, e.g. 1g.10gb"},
+	{"nvlink", "resources.nvlink", "bool", "the GPUs (2 or more) joined by NVLink, each to every other"},
 	{"cpu-milli", "resources.cpu_milli", "int", "CPU in thousandths of a core"},
 	{"memory-mib", "resources.memory_mib", "int", "RAM, MiB"},
 	{"scratch-mib", "resources.scratch_mib", "int", "scratch disk, MiB"},

@@ -87,3 +87,16 @@ func TestPrintJobNamesItsImage(t *testing.T) {
 		}
 	}
 }
+
+// A job that requires NVLink says so beside its GPUs.
+func TestPrintJobSaysItsGPUsAreJoinedByNVLink(t *testing.T) {
+	j := cliJob{}
+	j.Resources.GPUs, j.Resources.GPUModel, j.Resources.NVLink = 8, "H100", true
+	var out strings.Builder
+	if err := printJob(&out, j); err != nil {
+		t.Fatal(err)
+	}
+	if want := "GPUs:             8×H100 NVLink\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("got\n%s\nwant a line %q", out.String(), want)
+	}
+}

@@ -179,7 +179,7 @@ func schedJob(j *models.Job, snap *Snapshot) scheduler.Job {
 		Team:       snap.Teams[j.ProjectID],
 		SubmitTime: j.SubmittedAt,
 		Request: scheduler.Request{
-			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModels: gpuModels, MIGProfile: j.MIGProfile,
+			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModels: gpuModels, MIGProfile: j.MIGProfile, NVLink: j.NVLink,
 			CPUMilli: j.CPUMilli, RAMMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB, Container: j.ImageRef != "", Replicas: max(j.Replicas, 1),
 			Class: j.PriorityClass, Preemptible: j.Preemptible, SpotAllowed: j.Spot, Kind: scheduler.Kind(j.Kind),
 			ExpectedRuntime: time.Duration(j.ExpectedRunSec) * time.Second,

@@ -32,7 +32,7 @@ const (
 // listColumns are what a jobs list shows of each job: no command or environment,
 // which may be large; GET /api/v1/jobs/{id} has those.
 var listColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli", "gpu_memory_mib",
-	"gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
+	"gpu_model", "mig_profile", "nvlink", "cpu_milli", "memory_mib", "scratch_mib", "priority_class", "preemptible", "spot", "replicas",
 	"max_retries", "retries", "attempt", "expected_run_sec", "state", "state_reason", "pending_reason", "exit_code", "submitted_at",
 	"started_at", "finished_at"}
 

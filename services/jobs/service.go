@@ -172,7 +172,7 @@ func (s *Service) buildJob(ctx context.Context, user *models.User, spec Spec) (*
 	j := &models.Job{
 		Name: spec.Name, Kind: spec.Kind, ProjectID: project.ID, UserID: user.ID,
 		GPUs: spec.Resources.GPUs, GPUMilli: spec.Resources.GPUMilli, GPUMemoryMiB: spec.Resources.GPUMemoryMiB,
-		GPUModel: spec.Resources.GPUModel, MIGProfile: spec.Resources.MIGProfile, CPUMilli: spec.Resources.CPUMilli,
+		GPUModel: spec.Resources.GPUModel, MIGProfile: spec.Resources.MIGProfile, NVLink: spec.Resources.NVLink, CPUMilli: spec.Resources.CPUMilli,
 		MemoryMiB: spec.Resources.MemoryMiB, ScratchMiB: spec.Resources.ScratchMiB, Replicas: spec.Replicas,
 		PriorityClass: class.Name, Preemptible: class.Preemptible, Spot: spec.Spot, MaxRetries: spec.MaxRetries,
 		ExpectedRunSec: spec.ExpectedRunSec,
@@ -248,7 +248,7 @@ func (s *Service) SpecOf(ctx context.Context, j *models.Job) (Spec, error) {
 		Replicas: j.Replicas, MaxRetries: j.MaxRetries, ExpectedRunSec: j.ExpectedRunSec, SecretsOf: j.ID,
 		Resources: Resources{
 			GPUs: j.GPUs, GPUMilli: j.GPUMilli, GPUMemoryMiB: j.GPUMemoryMiB, GPUModel: j.GPUModel,
-			MIGProfile: j.MIGProfile, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
+			MIGProfile: j.MIGProfile, NVLink: j.NVLink, CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, ScratchMiB: j.ScratchMiB,
 		},
 	}
 	if j.ImageID != nil {

@@ -47,9 +47,11 @@ type Resources struct {
 	GPUMemoryMiB int64  `json:"gpu_memory_mib"`
 	GPUModel     string `json:"gpu_model"`
 	MIGProfile   string `json:"mig_profile"`
-	CPUMilli     int64  `json:"cpu_milli"`
-	MemoryMiB    int64  `json:"memory_mib"`
-	ScratchMiB   int64  `json:"scratch_mib"`
+	// NVLink asks that the whole GPUs (two or more) be joined by NVLink, each to every other.
+	NVLink     bool  `json:"nvlink,omitempty"`
+	CPUMilli   int64 `json:"cpu_milli"`
+	MemoryMiB  int64 `json:"memory_mib"`
+	ScratchMiB int64 `json:"scratch_mib"`
 }
 
 // MaxSpecBytes bounds a job spec body.

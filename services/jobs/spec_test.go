@@ -13,6 +13,7 @@ func FuzzParseSpec(f *testing.F) {
 	for _, seed := range []string{
 		`{"project": "default", "name": "train-1", "command": ["python", "train.py"], "env": {"K": "V"}, "resources": {"gpus": 1, "cpu_milli": 2000, "memory_mib": 8192}}`,
 		`{"project": "p", "name": "n", "command": ["a"], "resources": {"gpus": 1, "gpu_milli": 250}, "replicas": 2, "max_retries": 3}`,
+		`{"project": "p", "name": "n", "command": ["a"], "resources": {"gpus": 8, "gpu_memory_mib": 79872, "nvlink": true}}`,
 		`{"command": "not an array"}`,
 		`{"env": {"A=B": "x"}}`,
 		`[]`, `null`, `{`, "\xff",

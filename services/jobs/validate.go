@@ -159,6 +159,8 @@ func (r *Resources) validate() error {
 		return models.Invalid("resources.mig_profile", "must be a MIG profile such as 3g.40gb")
 	case r.MIGProfile != "" && (r.GPUMilli > 0 || r.GPUs > 1):
 		return models.Invalid("resources.mig_profile", "a MIG profile is one slice: leave gpu_milli at 0 and gpus at 0 or 1")
+	case r.NVLink && (r.GPUs < 2 || r.GPUMilli > 0 || r.MIGProfile != ""):
+		return models.Invalid("resources.nvlink", "NVLink joins two or more whole GPUs: ask for gpus = 2 or more, without gpu_milli or mig_profile")
 	}
 	if r.GPUMilli > 0 || r.MIGProfile != "" {
 		r.GPUs = 1

@@ -15,7 +15,13 @@ func TemplateNode(p models.NodePool, t Template) scheduler.Node {
 	n := scheduler.Node{Pool: p.Name, Labels: NodeLabels(p, t), Spot: p.CapacityType == models.CapacitySpot || p.SpotOnly,
 		CPUMilli: t.CPUMilli, RAMMiB: t.MemoryMiB, ScratchMiB: t.ScratchMiB, Runs: t.Runs()}
 	for g := range t.GPUs {
-		n.GPUs = append(n.GPUs, scheduler.GPU{Index: g, Model: t.GPUModel, MemoryMiB: t.CardMemoryMiB()})
+		gpu := scheduler.GPU{Index: g, Model: t.GPUModel, MemoryMiB: t.CardMemoryMiB()}
+		for p := range t.GPUs {
+			if t.NVLink && p != g {
+				gpu.NVLinkPeers = append(gpu.NVLinkPeers, p)
+			}
+		}
+		n.GPUs = append(n.GPUs, gpu)
 	}
 	return n
 }

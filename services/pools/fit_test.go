@@ -68,6 +68,15 @@ func TestFitCheck(t *testing.T) {
 		fits(spot)
 		spot.GPUModel = "A100-80GB"
 		refused(spot, "resources.gpus", "(2)")
+
+		// A job that requires NVLink fits only a pool whose template says its cards have it.
+		linked := job(8, "H100-80GB", 1<<19)
+		linked.Spot, linked.NVLink = true, true
+		refused(linked, "resources.nvlink", "joined by NVLink")
+		e.pool("h100-sxm", func(s *pools.Spec) {
+			s.Template = pools.Template{GPUModel: "H100-80GB", GPUs: 8, NVLink: true, CPUMilli: 96000, MemoryMiB: 1 << 20}
+		})
+		fits(linked)
 	})
 }
 

@@ -43,11 +43,14 @@ type Template struct {
 	GPUModel string `json:"gpu_model,omitempty" yaml:"gpu_model"`
 	GPUs     int    `json:"gpus,omitempty" yaml:"gpus"`
 	// GPUMemoryMiB is the memory of one card; 0 takes the known model's.
-	GPUMemoryMiB int64             `json:"gpu_memory_mib,omitempty" yaml:"gpu_memory_mib"`
-	CPUMilli     int64             `json:"cpu_milli" yaml:"cpu_milli"`
-	MemoryMiB    int64             `json:"memory_mib" yaml:"memory_mib"`
-	ScratchMiB   int64             `json:"scratch_mib,omitempty" yaml:"scratch_mib"`
-	Labels       map[string]string `json:"labels,omitempty" yaml:"labels"`
+	GPUMemoryMiB int64 `json:"gpu_memory_mib,omitempty" yaml:"gpu_memory_mib"`
+	// NVLink says the cards are joined by NVLink each to every other (SXM boards with
+	// NVSwitch), so that jobs that require it bring up nodes of the pool.
+	NVLink     bool              `json:"nvlink,omitempty" yaml:"nvlink"`
+	CPUMilli   int64             `json:"cpu_milli" yaml:"cpu_milli"`
+	MemoryMiB  int64             `json:"memory_mib" yaml:"memory_mib"`
+	ScratchMiB int64             `json:"scratch_mib,omitempty" yaml:"scratch_mib"`
+	Labels     map[string]string `json:"labels,omitempty" yaml:"labels"`
 	// Runtime is the agent's --runtime on the pool's nodes (process, docker, podman), so
 	// that a pool with no node yet is known to start plain commands or container
 	// images; empty: not said, counted as starting both.
@@ -182,7 +185,7 @@ func (t Template) SimulatedGPUs() string {
 
 // validate names the first field of the template that is wrong.
 func (t Template) empty() bool {
-	return t.GPUModel == "" && t.GPUs == 0 && t.GPUMemoryMiB == 0 && t.CPUMilli == 0 && t.MemoryMiB == 0 && t.ScratchMiB == 0 && len(t.Labels) == 0 && t.Runtime == ""
+	return t.GPUModel == "" && t.GPUs == 0 && t.GPUMemoryMiB == 0 && t.CPUMilli == 0 && t.MemoryMiB == 0 && t.ScratchMiB == 0 && len(t.Labels) == 0 && t.Runtime == "" && !t.NVLink
 }
 
 func (t Template) validate() error {
@@ -195,6 +198,8 @@ func (t Template) validate() error {
 		return models.Invalid("template.gpus", "is 0 but gpu_model is %s: give the number of cards", t.GPUModel)
 	case t.GPUMemoryMiB < 0:
 		return models.Invalid("template.gpu_memory_mib", "%d is negative", t.GPUMemoryMiB)
+	case t.NVLink && t.GPUs < 2:
+		return models.Invalid("template.nvlink", "joins two or more cards, and gpus is %d", t.GPUs)
 	case t.CPUMilli <= 0:
 		return models.Invalid("template.cpu_milli", "is required: the CPU the node offers in milli-cores, e.g. 32000")
 	case t.MemoryMiB <= 0:

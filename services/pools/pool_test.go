@@ -56,6 +56,7 @@ func TestSpecRefusesBadInput(t *testing.T) {
 		{"model without gpus", "template.gpus", "number of cards", func(s *pools.Spec) { s.Template.GPUs = 0 }},
 		{"unknown model without memory", "template.gpu_memory_mib", "does not know", func(s *pools.Spec) { s.Template.GPUModel = "X9000" }},
 		{"too many gpus", "template.gpus", "0 to 16", func(s *pools.Spec) { s.Template.GPUs = 17 }},
+		{"NVLink of one card", "template.nvlink", "two or more cards", func(s *pools.Spec) { s.Template.GPUs, s.Template.NVLink = 1, true }},
 		{"unknown runtime", "template.runtime", "allowed: process, docker, podman", func(s *pools.Spec) { s.Template.Runtime = "containerd" }},
 		{"no cpu", "template.cpu_milli", "required", func(s *pools.Spec) { s.Template.CPUMilli = 0 }},
 		{"no memory", "template.memory_mib", "required", func(s *pools.Spec) { s.Template.MemoryMiB = 0 }},

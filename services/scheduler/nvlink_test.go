@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -79,8 +80,8 @@ func TestNVLinkValidation(t *testing.T) {
 		meshed(nvlinkPairs(gpuNode("a", "H100", 8, 81920, 128000, 1<<20)), 0, 4),
 		gpuNode("b", "A100", 8, 81920, 128000, 1<<20),
 	})
-	if offer.MaxNVLinked != 4 {
-		t.Errorf("MaxNVLinked = %d, want 4", offer.MaxNVLinked)
+	if !maps.Equal(offer.NVLinkedByModel, map[string]int{"H100": 4}) {
+		t.Errorf("NVLinkedByModel = %v, want H100: 4", offer.NVLinkedByModel)
 	}
 	cfg := DefaultConfig()
 	for _, tc := range []struct {
@@ -88,10 +89,11 @@ func TestNVLinkValidation(t *testing.T) {
 		want string // "" for valid
 	}{
 		{Request{GPUs: 4, NVLink: true}, ""},
-		{Request{GPUs: 5, NVLink: true}, "no node has 5 GPUs joined by NVLink each to every other (the most: 4)"},
+		{Request{GPUs: 5, NVLink: true}, "no node has 5 matching GPUs joined by NVLink each to every other (the most: 4)"},
 		{Request{GPUs: 1, NVLink: true}, "NVLink joins two or more whole GPUs"},
 		{Request{GPUs: 1, GPUMilli: 500, NVLink: true}, "NVLink joins two or more whole GPUs"},
-		{Request{GPUs: 2, GPUModels: []string{"A100"}, NVLink: true}, ""},
+		{Request{GPUs: 2, GPUModels: []string{"H100"}, NVLink: true}, ""},
+		{Request{GPUs: 2, GPUModels: []string{"A100"}, NVLink: true}, "no node has matching GPUs joined by NVLink"},
 	} {
 		tc.r.Class = cfg.Classes[0].Name
 		tc.r.Container = false

@@ -33,11 +33,11 @@ type Offer struct {
 	MemoryByModel map[string]int64
 	// MIGProfiles lists the MIG profiles configured anywhere, with their models.
 	MIGProfiles map[string][]string
-	// MaxNVLinked is the most whole GPUs of one node joined by NVLink each to every
-	// other (at most MaxGPUsPerReplica; 0 without NVLink).
-	MaxNVLinked int
-	Pools       map[string]bool
-	HasSpot     bool
+	// NVLinkedByModel is the most whole GPUs of each model on one node joined by NVLink
+	// each to every other (at most MaxGPUsPerReplica; models without NVLink are missing).
+	NVLinkedByModel map[string]int
+	Pools           map[string]bool
+	HasSpot         bool
 	// Plain and Containers say whether any node runs plain commands, container images.
 	Plain, Containers bool
 	Nodes             int
@@ -46,7 +46,8 @@ type Offer struct {
 // OfferOf computes the cluster's offer from its nodes; cordoned nodes count, as they
 // come back.
 func OfferOf(nodes []Node) Offer {
-	o := Offer{GPUsByModel: map[string]int{}, MemoryByModel: map[string]int64{}, MIGProfiles: map[string][]string{}, Pools: map[string]bool{}}
+	o := Offer{GPUsByModel: map[string]int{}, MemoryByModel: map[string]int64{}, MIGProfiles: map[string][]string{}, Pools: map[string]bool{},
+		NVLinkedByModel: map[string]int{}}
 	for _, n := range nodes {
 		o.Nodes++
 		o.MaxCPUMilli = max(o.MaxCPUMilli, n.CPUMilli)
@@ -70,15 +71,17 @@ func OfferOf(nodes []Node) Offer {
 		}
 		for m, k := range count {
 			o.GPUsByModel[m] = max(o.GPUsByModel[m], k)
+			if linked := mostLinked(n, m, o.NVLinkedByModel[m]); linked > 1 {
+				o.NVLinkedByModel[m] = linked
+			}
 		}
-		o.MaxNVLinked = max(o.MaxNVLinked, mostLinked(n, o.MaxNVLinked))
 	}
 	return o
 }
 
-// mostLinked is the most whole GPUs of n joined by NVLink each to every other, when
-// that is more than atLeast.
-func mostLinked(n Node, atLeast int) int {
+// mostLinked is the most whole GPUs of model on n joined by NVLink each to every other,
+// when that is more than atLeast.
+func mostLinked(n Node, model string, atLeast int) int {
 	pos := map[int]int{}
 	for j, g := range n.GPUs {
 		pos[g.Index] = j
@@ -86,7 +89,7 @@ func mostLinked(n Node, atLeast int) int {
 	peers := make([]uint64, len(n.GPUs))
 	var whole uint64
 	for j, g := range n.GPUs {
-		if len(g.MIG) > 0 {
+		if len(g.MIG) > 0 || g.Model != model {
 			continue
 		}
 		whole |= 1 << uint(j)
@@ -170,11 +173,20 @@ func ValidateRequest(r Request, cfg Config, o Offer) error {
 	if r.GPUs > bestCount {
 		return fail("gpus", "%d GPUs per replica exceed the most any node has of a matching card (%d)", r.GPUs, bestCount)
 	}
-	if r.NVLink && r.GPUs > o.MaxNVLinked {
-		if o.MaxNVLinked < 2 {
-			return fail("nvlink", "no node has GPUs joined by NVLink")
+	if !r.NVLink {
+		return nil
+	}
+	linked := 0
+	for m, k := range o.NVLinkedByModel {
+		if (len(r.GPUModels) == 0 || slices.Contains(r.GPUModels, m)) && o.MemoryByModel[m] >= r.GPUMemoryMiB {
+			linked = max(linked, k)
 		}
-		return fail("nvlink", "no node has %d GPUs joined by NVLink each to every other (the most: %d)", r.GPUs, o.MaxNVLinked)
+	}
+	switch {
+	case linked == 0:
+		return fail("nvlink", "no node has matching GPUs joined by NVLink")
+	case r.GPUs > linked:
+		return fail("nvlink", "no node has %d matching GPUs joined by NVLink each to every other (the most: %d)", r.GPUs, linked)
 	}
 	return nil
 }

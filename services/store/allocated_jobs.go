@@ -22,13 +22,13 @@ func allocationFields(a *models.Allocation) []any {
 // jobPlacementColumns are the columns of a job that say what it asks for and where it
 // may run, in the order of jobPlacementFields: what a scheduler reads of a job.
 var jobPlacementColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "gpus", "gpu_milli",
-	"gpu_memory_mib", "gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "replicas", "kind", "priority_class",
+	"gpu_memory_mib", "gpu_model", "mig_profile", "nvlink", "cpu_milli", "memory_mib", "scratch_mib", "replicas", "kind", "priority_class",
 	"preemptible", "spot", "expected_run_sec", "attempt", "state", "submitted_at", "started_at"}
 
 // jobPlacementFields are where the columns of jobPlacementColumns go.
 func jobPlacementFields(j *models.Job) []any {
 	return []any{&j.ID, &j.Name, &j.ProjectID, &j.UserID, &j.ImageID, &j.ImageRef, &j.GPUs, &j.GPUMilli,
-		&j.GPUMemoryMiB, &j.GPUModel, &j.MIGProfile, &j.CPUMilli, &j.MemoryMiB, &j.ScratchMiB, &j.Replicas, &j.Kind, &j.PriorityClass,
+		&j.GPUMemoryMiB, &j.GPUModel, &j.MIGProfile, &j.NVLink, &j.CPUMilli, &j.MemoryMiB, &j.ScratchMiB, &j.Replicas, &j.Kind, &j.PriorityClass,
 		&j.Preemptible, &j.Spot, &j.ExpectedRunSec, &j.Attempt, &j.State, &j.SubmittedAt, &j.StartedAt}
 }
 

@@ -13,7 +13,7 @@ import (
 // order of jobFields and projectFields.
 var (
 	jobColumns = []string{"id", "name", "project_id", "user_id", "image_id", "image_ref", "command", "env", "gpus", "gpu_milli",
-		"gpu_memory_mib", "gpu_model", "mig_profile", "cpu_milli", "memory_mib", "scratch_mib", "replicas", "kind", "priority_class",
+		"gpu_memory_mib", "gpu_model", "mig_profile", "nvlink", "cpu_milli", "memory_mib", "scratch_mib", "replicas", "kind", "priority_class",
 		"preemptible", "spot", "expected_run_sec", "max_retries", "retries", "attempt", "state", "state_reason", "pending_reason",
 		"exit_code", "rerun_of", "last_checkpoint_at", "submitted_at", "started_at", "finished_at", "created_at", "updated_at"}
 	projectColumns = []string{"id", "team_id", "name", "display_name", "archived", "allow_custom_images", "allowed_pools",
@@ -28,7 +28,7 @@ func jobAndProjectFields(j *models.Job, p *models.Project) []any {
 // jobFields are where the columns of jobColumns go.
 func jobFields(j *models.Job) []any {
 	return []any{&j.ID, &j.Name, &j.ProjectID, &j.UserID, &j.ImageID, &j.ImageRef, &j.Command, &j.Env, &j.GPUs, &j.GPUMilli,
-		&j.GPUMemoryMiB, &j.GPUModel, &j.MIGProfile, &j.CPUMilli, &j.MemoryMiB, &j.ScratchMiB, &j.Replicas, &j.Kind, &j.PriorityClass,
+		&j.GPUMemoryMiB, &j.GPUModel, &j.MIGProfile, &j.NVLink, &j.CPUMilli, &j.MemoryMiB, &j.ScratchMiB, &j.Replicas, &j.Kind, &j.PriorityClass,
 		&j.Preemptible, &j.Spot, &j.ExpectedRunSec, &j.MaxRetries, &j.Retries, &j.Attempt, &j.State, &j.StateReason, &j.PendingReason,
 		&j.ExitCode, &j.RerunOf, &j.LastCheckpointAt, &j.SubmittedAt, &j.StartedAt, &j.FinishedAt, &j.CreatedAt, &j.UpdatedAt}
 }

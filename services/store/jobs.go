@@ -366,6 +366,8 @@ func jobField(j *models.Job, col string) any {
 		return &j.GPUModel
 	case "mig_profile":
 		return &j.MIGProfile
+	case "nvlink":
+		return &j.NVLink
 	case "cpu_milli":
 		return &j.CPUMilli
 	case "memory_mib":
