@@ -948,7 +948,7 @@ func jobForm(p Page, d JobNewData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "> GPUs joined by NVLink, each to every other (two or more whole GPUs; without it NVLink is only preferred)</label>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "> GPUs joined by NVLink (2 or more whole GPUs; unticked, NVLink is only preferred)</label>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
