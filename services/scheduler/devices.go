@@ -154,7 +154,7 @@ func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reas
 		return buf, reasonGPUsBusy
 	}
 	o := option{node: ni, n: d.cards, slice: -1, milli: 1000}
-	set := d.pickWhole(n, free)
+	var set uint64
 	if d.req.NVLink {
 		var ok bool
 		if set, ok = linkedSet(n, free, d.cards); !ok {
@@ -163,6 +163,8 @@ func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reas
 			}
 			return buf, reasonNVLink
 		}
+	} else {
+		set = d.pickWhole(n, free)
 	}
 	k := 0
 	for p := range n.gpus {

@@ -82,6 +82,9 @@ func OfferOf(nodes []Node) Offer {
 // mostLinked is the most whole GPUs of model on n joined by NVLink each to every other,
 // when that is more than atLeast.
 func mostLinked(n Node, model string, atLeast int) int {
+	if atLeast >= MaxGPUsPerReplica || !slices.ContainsFunc(n.GPUs, func(g GPU) bool { return len(g.NVLinkPeers) > 0 }) {
+		return atLeast
+	}
 	pos := map[int]int{}
 	for j, g := range n.GPUs {
 		pos[g.Index] = j
