@@ -38,6 +38,10 @@ type Config struct {
 	// Container is the site's container plugin: "" (plain commands only) or "pyxis"
 	// (srun --container-image).
 	Container string `json:"container,omitempty"`
+	// NVLink says the GPUs of each node of the partition are joined by NVLink each to
+	// every other (NVSwitch boards, as in DGX and HGX machines), which Slurm's inventory
+	// does not tell: jobs that require NVLink may then run on the pool.
+	NVLink bool `json:"nvlink,omitempty"`
 	// ContainerMounts are bind mounts into every job's container besides its
 	// checkpoint directory, as pyxis reads them: SRC:DST or SRC:DST:FLAGS (flags
 	// joined by +, e.g. ro+rprivate), both paths absolute.

@@ -204,7 +204,26 @@ func GantryNode(pool string, cfg Config, n Node) (models.Node, []models.GPUDevic
 			})
 		}
 	}
+	if cfg.NVLink {
+		linkAll(devs)
+	}
 	return node, devs
+}
+
+// linkAll joins each GPU by NVLink to every other of its model on the node.
+func linkAll(devs []models.GPUDevice) {
+	for i := range devs {
+		var peers []int
+		for j := range devs {
+			if j != i && devs[j].Model == devs[i].Model {
+				peers = append(peers, devs[j].Index)
+			}
+		}
+		if peers != nil {
+			b, _ := json.Marshal(peers)
+			devs[i].NVLinkPeers = string(b)
+		}
+	}
 }
 
 // nodeState maps sinfo's long state (idle, mixed, drained, down*, idle~, ...) to a

@@ -216,3 +216,29 @@ func TestNodeState(t *testing.T) {
 		}
 	}
 }
+
+// A pool whose configuration says its nodes' GPUs are joined by NVLink gives each GPU
+// every other of its model as a peer; Slurm's inventory alone gives none.
+func TestGantryNodeNVLink(t *testing.T) {
+	nodes, err := parseSinfoNodes(readFixture(t, "sinfo_busy.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Partition: "gpu", GRESTypes: map[string]string{"A100-80GB": "a100"}}
+	_, devs := GantryNode("hpc", cfg, nodes[0])
+	for _, d := range devs {
+		if d.NVLinkPeers != "" {
+			t.Errorf("GPU %d has peers %s without nvlink in the pool's configuration", d.Index, d.NVLinkPeers)
+		}
+	}
+	cfg.NVLink = true
+	_, devs = GantryNode("hpc", cfg, nodes[0])
+	var got []string
+	for _, d := range devs {
+		got = append(got, d.NVLinkPeers)
+	}
+	// Cards 0-1 are a100, 2-3 l4: each joined to the other of its model.
+	if want := []string{"[1]", "[0]", "[3]", "[2]"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("peers %v, want %v", got, want)
+	}
+}

@@ -92,7 +92,8 @@ func (s *Store) syncPoolNode(ctx context.Context, poolID int64, old *models.Node
 	sameGPUs := len(devs) == len(pn.Devices)
 	for i := 0; sameGPUs && i < len(devs); i++ {
 		a, b := devs[i], pn.Devices[i]
-		sameGPUs = a.UUID == b.UUID && a.Index == b.Index && a.Model == b.Model && a.MemoryMiB == b.MemoryMiB && a.Healthy == b.Healthy
+		sameGPUs = a.UUID == b.UUID && a.Index == b.Index && a.Model == b.Model && a.MemoryMiB == b.MemoryMiB && a.Healthy == b.Healthy &&
+			a.NVLinkPeers == b.NVLinkPeers
 	}
 	same := old.State == n.State && old.StateReason == n.StateReason && old.Labels == n.Labels && old.CPUMilli == n.CPUMilli &&
 		old.MemoryMiB == n.MemoryMiB && old.Runtime == n.Runtime

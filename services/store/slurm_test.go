@@ -48,6 +48,15 @@ func TestSyncPoolNodes(t *testing.T) {
 		if again, _ := s.DevicesOfNode(ctx, a.ID); again[0].ID != devs[0].ID {
 			t.Error("an unchanged report replaced the GPUs")
 		}
+		// The pool now says its GPUs are joined by NVLink: the same GPUs with peers are a change.
+		linked := slurmNode("hpc.a", models.NodeReady, 2)
+		linked.Devices[0].NVLinkPeers, linked.Devices[1].NVLinkPeers = "[1]", "[0]"
+		if changes, err := s.SyncPoolNodes(ctx, pool.ID, []store.PoolNode{linked, slurmNode("hpc.b", models.NodeReady, 1)}, gone); err != nil || len(changes) != 1 {
+			t.Fatalf("GPUs joined by NVLink: %+v, %v", changes, err)
+		}
+		if again, _ := s.DevicesOfNode(ctx, a.ID); again[1].NVLinkPeers != "[0]" {
+			t.Errorf("the GPUs' peers were not stored: %+v", again)
+		}
 		// a is drained in Slurm and lost a GPU; b left the partition.
 		changes, err = s.SyncPoolNodes(ctx, pool.ID, []store.PoolNode{slurmNode("hpc.a", models.NodeCordoned, 1)}, gone)
 		if err != nil || len(changes) != 2 {
