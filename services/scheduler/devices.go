@@ -130,7 +130,8 @@ func (d *demand) shareOptions(ni int, n *nodeState, buf []option) ([]option, rea
 }
 
 // wholeOption picks the cards for whole GPUs: for one card the smallest that fits, for
-// several the set with the most NVLink links among them, lowest positions first.
+// several the set with the most NVLink links among them, lowest positions first; for a
+// job that requires NVLink, cards joined each to every other or none.
 func (d *demand) wholeOption(ni int, n *nodeState, buf []option) ([]option, reason) {
 	var free, usable uint64
 	accepted := 0
