@@ -58,7 +58,7 @@ func (f heartbeatFleet) String() string { return fmt.Sprintf("%dx8GPUs-every-%s"
 // Run one fleet, or all:
 // go test -run '^$' -bench 'Heartbeats/1000x8GPUs' -benchtime 1x ./cmd/gantry
 func BenchmarkHeartbeats(b *testing.B) {
-	for _, f := range []heartbeatFleet{{500, 5 * time.Second, 70 * time.Second}, {1000, 15 * time.Second, 75 * time.Second}} {
+	for _, f := range []heartbeatFleet{{500, 5 * time.Second, 70 * time.Second}, {1000, 15 * time.Second, 75 * time.Second}, {2000, 15 * time.Second, 75 * time.Second}} {
 		b.Run(f.String(), func(b *testing.B) {
 			for _, backend := range storetest.Backends() {
 				b.Run(backend.Name, func(b *testing.B) { benchHeartbeats(b, backend.Config(b), f) })
