@@ -54,7 +54,7 @@ func jobAPI(t *testing.T, st *store.Store, user *models.User, k *kicks) *httptes
 
 // submitter makes user ada, and team vision with project p in it: who submits in the
 // job API's tests.
-func submitter(t *testing.T, st *store.Store, p models.Project) *models.User {
+func submitter(t *testing.T, st *store.Store, p *models.Project) *models.User {
 	t.Helper()
 	ctx := context.Background()
 	user := &models.User{Username: "ada"}
@@ -66,7 +66,7 @@ func submitter(t *testing.T, st *store.Store, p models.Project) *models.User {
 		t.Fatal(err)
 	}
 	p.TeamID = team.ID
-	if err := st.CreateProject(ctx, &p); err != nil {
+	if err := st.CreateProject(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	return user
@@ -79,7 +79,7 @@ type apiErr struct {
 func TestJobAPI(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		user := submitter(t, st, models.Project{Name: "default"})
+		user := submitter(t, st, &models.Project{Name: "default"})
 		k := &kicks{}
 		srv := jobAPI(t, st, user, k)
 		post := func(body string) (int, []byte) {
@@ -232,18 +232,8 @@ func TestJobAPINeedsAUser(t *testing.T) {
 func TestJobLogsFollow(t *testing.T) {
 	st := storetest.Open(t, storetest.Backends()[0].Config(t))
 	ctx := context.Background()
-	user := &models.User{Username: "ada"}
-	team := &models.Team{Name: "vision"}
-	if err := st.CreateUser(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateTeam(ctx, team); err != nil {
-		t.Fatal(err)
-	}
-	p := &models.Project{TeamID: team.ID, Name: "default"}
-	if err := st.CreateProject(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := &models.Project{Name: "default"}
+	user := submitter(t, st, p)
 	j := &models.Job{Name: "train", ProjectID: p.ID, UserID: user.ID, Command: `["true"]`, PriorityClass: "research"}
 	if err := st.CreateJob(ctx, j, "user:ada"); err != nil {
 		t.Fatal(err)
@@ -302,18 +292,8 @@ func TestJobLogsFollow(t *testing.T) {
 func TestJobCancelAPI(t *testing.T) {
 	st := storetest.Open(t, storetest.Backends()[0].Config(t))
 	ctx := context.Background()
-	user := &models.User{Username: "ada"}
-	team := &models.Team{Name: "vision"}
-	if err := st.CreateUser(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateTeam(ctx, team); err != nil {
-		t.Fatal(err)
-	}
-	p := &models.Project{TeamID: team.ID, Name: "default"}
-	if err := st.CreateProject(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := &models.Project{Name: "default"}
+	user := submitter(t, st, p)
 	al := audit.New(st, time.Now)
 	d, err := dispatch.New(dispatch.Deps{Store: st, Scheduler: dispatchtest.FirstFit{}, Audit: al, Now: time.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dispatch.DefaultConfig())
@@ -355,7 +335,7 @@ func TestJobCancelAPI(t *testing.T) {
 func TestJobAPISecretEnv(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		user := submitter(t, st, models.Project{Name: "default"})
+		user := submitter(t, st, &models.Project{Name: "default"})
 		srv := jobAPI(t, st, user, &kicks{})
 		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "train", "command": ["a"],
 			"env": {"EPOCHS": "3", "HF_TOKEN": "hf_abc123", "DB_URL": {"value": "postgres://u:pw77@db", "secret": true}}}`))
@@ -398,7 +378,7 @@ func TestJobAPISecretEnv(t *testing.T) {
 func TestJobHandedByTheGate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		user := submitter(t, st, models.Project{Name: "default"})
+		user := submitter(t, st, &models.Project{Name: "default"})
 		srv := jobAPI(t, st, user, &kicks{})
 		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json", strings.NewReader(`{"project": "default", "name": "stored", "command": ["true"]}`))
 		if err != nil {

@@ -27,7 +27,7 @@ func TestJobAPINamesItsCatalogImage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		user := submitter(t, st, models.Project{Name: "default", DefaultImageID: &plain.ID, AllowCustomImages: true})
+		user := submitter(t, st, &models.Project{Name: "default", DefaultImageID: &plain.ID, AllowCustomImages: true})
 		srv := jobAPI(t, st, user, &kicks{})
 		type answer struct {
 			ID        int64

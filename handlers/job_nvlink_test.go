@@ -16,7 +16,7 @@ import (
 // A job that requires NVLink says so in its answers, as submitted and as read again.
 func TestJobAPIKeepsNVLink(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		user := submitter(t, st, models.Project{Name: "default"})
+		user := submitter(t, st, &models.Project{Name: "default"})
 		srv := jobAPI(t, st, user, &kicks{})
 		res, err := http.Post(srv.URL+"/api/v1/jobs", "application/json",
 			strings.NewReader(`{"project": "default", "name": "n", "command": ["a"], "resources": {"gpus": 2, "nvlink": true}}`))
