@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-gpu/gantry/models"
 	"github.com/gantry-gpu/gantry/services/pools"
+	"github.com/gantry-gpu/gantry/services/store"
 	"github.com/gantry-gpu/gantry/templates"
 )
 
@@ -26,6 +27,7 @@ type clusterFleet struct {
 	pools   map[int64]models.NodePool
 	gpus    map[int64][]templates.ClusterGPU // by node id; nodes of one Slurm node share theirs
 	up      map[int64]bool                   // ready, draining or cordoned: its GPUs count as capacity
+	meshed  map[int64]bool                   // its GPUs (two or more) joined by NVLink each to every other
 	shared  map[int64]int64                  // the first Gantry node of each node's Slurm node
 	slices  int                              // MIG instances, and those free
 	free    int
@@ -40,7 +42,8 @@ func (h *Handler) clusterFleet(ctx context.Context, withRemoved bool, pools []mo
 	if err != nil {
 		return nil, err
 	}
-	f := &clusterFleet{nodes: nodes, removed: removed, pools: map[int64]models.NodePool{}, gpus: map[int64][]templates.ClusterGPU{}, up: map[int64]bool{}}
+	f := &clusterFleet{nodes: nodes, removed: removed, pools: map[int64]models.NodePool{}, gpus: map[int64][]templates.ClusterGPU{}, up: map[int64]bool{},
+		meshed: map[int64]bool{}}
 	for _, p := range pools {
 		f.pools[p.ID] = p
 	}
@@ -69,6 +72,7 @@ func (h *Handler) clusterFleet(ctx context.Context, withRemoved bool, pools []mo
 			Memory: mibText(dv.MemoryMiB), Healthy: dv.Healthy, HealthReason: dv.HealthReason,
 			InUseMilli: min(use.device[dv.UUID], 1000), Jobs: use.jobs[dv.UUID], Slices: migs, UtilPct: -1})
 	}
+	f.meshed = meshedNodes(devs, listed)
 	f.shared = shareGPUs(nodes, f.up, f.gpus)
 	foreign, err := h.store.SlurmForeignJobs(ctx, 0)
 	if err != nil {
@@ -262,12 +266,34 @@ func (f *clusterFleet) sections(nodes []models.Node, now time.Time) []templates.
 		}
 		cn := templates.ClusterNode{Name: n.Name, State: n.State, Reason: n.StateReason, Runtime: n.Runtime, Driver: n.DriverVersion,
 			Simulated: n.Simulated, CPU: decimal(float64(n.CPUMilli) / 1000), RAM: mibText(n.MemoryMiB) + " RAM", GPUs: f.gpus[n.ID],
-			SameAs: sameSlurmNode(n.ID, f.nodes, f.shared), Removed: removedDate(n)}
+			SameAs: sameSlurmNode(n.ID, f.nodes, f.shared), Removed: removedDate(n), NVLink: f.meshed[n.ID]}
 		if n.LastHeartbeatAt != nil {
 			cn.Heartbeat = ago(now, *n.LastHeartbeatAt)
 		}
 		last := &out[len(out)-1]
 		last.Nodes = append(last.Nodes, cn)
+	}
+	return out
+}
+
+// meshedNodes says which listed nodes have two or more GPUs, each joined by NVLink to
+// every other: where a job that requires NVLink can take all of them. A GPU's peers are
+// a JSON list of the node's other GPUs' indexes (the agent checks them), so counting
+// them is enough.
+func meshedNodes(devs []store.FleetGPU, listed map[int64]bool) map[int64]bool {
+	gpus, linked := map[int64]int{}, map[int64]int{}
+	for _, dv := range devs {
+		if !listed[dv.NodeID] {
+			continue
+		}
+		gpus[dv.NodeID]++
+		if peers := strings.Trim(dv.NVLinkPeers, "[]"); peers != "" {
+			linked[dv.NodeID] += strings.Count(peers, ",") + 1
+		}
+	}
+	out := map[int64]bool{}
+	for id, n := range gpus {
+		out[id] = n > 1 && linked[id] == n*(n-1)
 	}
 	return out
 }

@@ -72,6 +72,11 @@ func TestClusterPage(t *testing.T) {
 				t.Errorf("cluster page lacks %q", want)
 			}
 		}
+		// gpu-a's two A100s (SXM) are joined by NVLink; gpu-m's one card is not a pair.
+		row := body[strings.Index(body, `data-node="gpu-a"`):]
+		if row = row[:strings.Index(row, "</tr>")]; strings.Count(body, "all GPUs joined by NVLink") != 1 || !strings.Contains(row, "all GPUs joined by NVLink") {
+			t.Errorf("the cluster page does not say gpu-a alone has its GPUs joined by NVLink")
+		}
 		// The GPU held names its job.
 		jobID := strconv.FormatInt(leases.Allocations[0].JobID, 10)
 		if !strings.Contains(body, `href="/jobs/`+jobID+`">#`+jobID+`</a>`) {
