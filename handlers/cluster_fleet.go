@@ -42,8 +42,7 @@ func (h *Handler) clusterFleet(ctx context.Context, withRemoved bool, pools []mo
 	if err != nil {
 		return nil, err
 	}
-	f := &clusterFleet{nodes: nodes, removed: removed, pools: map[int64]models.NodePool{}, gpus: map[int64][]templates.ClusterGPU{}, up: map[int64]bool{},
-		meshed: map[int64]bool{}}
+	f := &clusterFleet{nodes: nodes, removed: removed, pools: map[int64]models.NodePool{}, gpus: map[int64][]templates.ClusterGPU{}, up: map[int64]bool{}}
 	for _, p := range pools {
 		f.pools[p.ID] = p
 	}
